@@ -1,0 +1,164 @@
+//! The crate's error type.
+
+use crate::sets::{CpuSet, NodeSet};
+use crate::sys::SysError;
+
+/// What went wrong, and what would have been allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A node number that this machine does not have.
+    #[error("NUMA node {node} does not exist; this machine has nodes {existing}")]
+    NoSuchNode {
+        /// The node asked for.
+        node: usize,
+        /// The nodes the machine has.
+        existing: Box<NodeSet>,
+    },
+    /// A node this process may not allocate on (cpuset / `mems_allowed`).
+    #[error("NUMA node {node} is not allowed for this process; it may use nodes {allowed}")]
+    NodeNotAllowed {
+        /// The node asked for.
+        node: usize,
+        /// The nodes this process may use.
+        allowed: Box<NodeSet>,
+    },
+    /// A policy that needs nodes was given none.
+    #[error("the {policy} policy needs at least one node; this process may use nodes {allowed}")]
+    EmptyNodeSet {
+        /// The policy's name.
+        policy: &'static str,
+        /// The nodes this process may use.
+        allowed: Box<NodeSet>,
+    },
+    /// A CPU that does not exist or that this process may not run on.
+    #[error("CPU {cpu} is not available to this process; it may run on CPUs {allowed}")]
+    CpuNotAllowed {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The CPUs this process may use.
+        allowed: CpuSet,
+    },
+    /// A CPU set with nothing this process may run on.
+    #[error("none of CPUs `{requested}` is available to this process; it may run on CPUs {allowed}")]
+    NoUsableCpu {
+        /// The CPUs asked for.
+        requested: CpuSet,
+        /// The CPUs this process may use.
+        allowed: CpuSet,
+    },
+    /// A thread count of zero.
+    #[error("the thread count must be at least 1")]
+    ZeroThreads,
+    /// A region of zero bytes.
+    #[error("a NUMA region must have at least one byte (got a zero-length request)")]
+    ZeroLength,
+    /// A size computation that overflows `usize`.
+    #[error("{count} elements of {elem_size} bytes overflow the address space")]
+    SizeOverflow {
+        /// The number of elements.
+        count: usize,
+        /// The size of one element.
+        elem_size: usize,
+    },
+    /// An element type whose alignment exceeds what a region guarantees.
+    #[error("alignment {align} is larger than the page size {page_size}, which is all a region guarantees")]
+    UnsupportedAlignment {
+        /// The alignment asked for.
+        align: usize,
+        /// The page size.
+        page_size: usize,
+    },
+    /// A byte range that is not inside the region or not page-aligned.
+    #[error(
+        "range {start}..{end} is not a page-aligned range inside the region of {len} bytes (page size {page_size})"
+    )]
+    BadRange {
+        /// The range start, in bytes from the region start.
+        start: usize,
+        /// The range end.
+        end: usize,
+        /// The region's length.
+        len: usize,
+        /// The page size ranges must be aligned to.
+        page_size: usize,
+    },
+    /// A cyclic block that is not a positive multiple of the page size.
+    #[error("cyclic block of {block} bytes is not a positive multiple of the page size {page_size}")]
+    BadBlockSize {
+        /// The block asked for.
+        block: usize,
+        /// The page size.
+        page_size: usize,
+    },
+    /// A cyclic policy that would split a range into more mappings than the
+    /// kernel allows.
+    #[error(
+        "cyclic placement with {block}-byte blocks would cut {len} bytes into {pieces} mappings, but only {limit} more fit under vm.max_map_count; use a block of at least {min_block} bytes"
+    )]
+    TooManyPieces {
+        /// The length of the range.
+        len: usize,
+        /// The block size asked for.
+        block: usize,
+        /// How many mappings it would need.
+        pieces: usize,
+        /// How many this process may still create.
+        limit: usize,
+        /// The smallest page-multiple block that fits.
+        min_block: usize,
+    },
+    /// A policy that has no thread-wide kernel equivalent.
+    #[error("the {policy} policy cannot be a thread's kernel policy (it is applied per allocation)")]
+    NotAThreadPolicy {
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// An explicit huge-page request the kernel could not satisfy.
+    #[error(
+        "{pages} huge pages of {size} bytes are needed but the kernel could not provide them ({free} free); reserve more with `echo N > /proc/sys/vm/nr_hugepages` or use transparent huge pages"
+    )]
+    HugePagesUnavailable {
+        /// The huge page size.
+        size: usize,
+        /// How many pages the request needs.
+        pages: usize,
+        /// How many were free in the pool.
+        free: usize,
+    },
+    /// A huge page size the kernel does not offer.
+    #[error("huge page size {size} is not offered by this kernel; it offers {offered:?}")]
+    NoSuchHugePageSize {
+        /// The size asked for.
+        size: usize,
+        /// The sizes the kernel offers.
+        offered: Vec<usize>,
+    },
+    /// Some pages could not be migrated.
+    #[error(
+        "{failed} of {pages} pages could not be moved (shared with another process, pinned, or the target node is full)"
+    )]
+    MigrationIncomplete {
+        /// Pages that stayed where they were.
+        failed: usize,
+        /// Pages asked to move.
+        pages: usize,
+    },
+    /// Text that does not parse.
+    #[error("cannot parse `{input}`: {reason}")]
+    Parse {
+        /// The text.
+        input: String,
+        /// What is wrong with it and what is expected.
+        reason: String,
+    },
+    /// hwloc could not build the topology.
+    #[error("cannot read the machine topology from hwloc: {0}")]
+    Topology(String),
+    /// A system call the kernel refused.
+    #[error(transparent)]
+    Sys(#[from] SysError),
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+
+pub mod array;
+pub mod error;
+pub mod pin;
+pub mod policy;
+pub mod region;
+pub mod sets;
+pub mod sys;
+pub mod testkit;
+pub mod topology;
+
+pub use array::{NumaBox, NumaVec, Zeroable};
+pub use error::{Error, Result};
+pub use pin::{Mapping, Plan, Slot};
+pub use policy::{Apply, Policy};
+pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};
+pub use sets::{CpuSet, MAX_NODES, NodeSet};
+pub use topology::{CacheGroup, Core, HugePagePool, NumaNode, Pu, Source, SyntheticSpec, Topology};

@@ -1,0 +1,390 @@
+//! Thread pinning, and the thread-to-CPU mappings the skeleton uses.
+
+use core::fmt;
+use core::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::sets::CpuSet;
+use crate::sys;
+use crate::topology::Topology;
+
+/// Pins the calling thread to one CPU.
+///
+/// The topology is read first (hwloc's discovery may rebind the thread).
+///
+/// # Errors
+///
+/// [`Error::CpuNotAllowed`] naming the CPUs this process may use;
+/// [`Error::Sys`] if the kernel refuses.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{pin, Topology};
+///
+/// let cpu = Topology::get()?.allowed_cpus().first().unwrap();
+/// std::thread::spawn(move || {
+///     pin::pin_to_cpu(cpu)?;
+///     assert_eq!(pin::current_cpu()?, cpu);
+///     Ok::<(), skelaff_numa_alloc::Error>(())
+/// }).join().unwrap()?;
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn pin_to_cpu(cpu: usize) -> Result<()> {
+    let topo = Topology::get()?;
+    topo.check_cpu(cpu)?;
+    sys::sched_setaffinity(CpuSet::single(cpu).as_words())?;
+    Ok(())
+}
+
+/// Pins the calling thread to a set of CPUs (it may run on any of them).
+///
+/// # Errors
+///
+/// [`Error::NoUsableCpu`] if none of `cpus` is allowed; [`Error::Sys`].
+pub fn pin_to_cpus(cpus: &CpuSet) -> Result<()> {
+    let topo = Topology::get()?;
+    let usable = cpus.intersection(topo.allowed_cpus());
+    if usable.is_empty() {
+        return Err(Error::NoUsableCpu { requested: cpus.clone(), allowed: topo.allowed_cpus().clone() });
+    }
+    sys::sched_setaffinity(usable.as_words())?;
+    Ok(())
+}
+
+/// Pins the calling thread to the CPUs of a NUMA node.
+///
+/// # Errors
+///
+/// Node validation errors; [`Error::NoUsableCpu`] for a node without
+/// usable CPUs (a memory-only node); [`Error::Sys`].
+pub fn pin_to_node(node: usize) -> Result<()> {
+    let topo = Topology::get()?;
+    topo.check_node(node)?;
+    let cpus = topo.node(node).map(|n| n.cpus.clone()).unwrap_or_default();
+    pin_to_cpus(&cpus)
+}
+
+/// The CPU the calling thread is running on now.
+///
+/// # Errors
+///
+/// [`Error::Sys`] if `getcpu` fails.
+pub fn current_cpu() -> Result<usize> {
+    Ok(sys::getcpu()?.0)
+}
+
+/// The NUMA node of the CPU the calling thread is running on now.
+///
+/// # Errors
+///
+/// [`Error::Sys`] if `getcpu` fails.
+pub fn current_node() -> Result<usize> {
+    Ok(sys::getcpu()?.1)
+}
+
+/// How worker threads are laid out on CPUs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Mapping {
+    /// Spread threads out: over nodes first, then over last-level-cache
+    /// groups within a node, then over cores, and only then onto the second
+    /// hardware thread of a core. Gives each thread the most memory
+    /// bandwidth and cache; the paper's default.
+    #[default]
+    Scatter,
+    /// Pack threads together: fill a core's hardware threads, then a cache
+    /// group, then a node, before moving on. Minimises communication cost.
+    Compact,
+}
+
+impl fmt::Display for Mapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mapping::Scatter => "scatter",
+            Mapping::Compact => "compact",
+        })
+    }
+}
+
+impl FromStr for Mapping {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "scatter" => Ok(Mapping::Scatter),
+            "compact" => Ok(Mapping::Compact),
+            _ => Err(Error::Parse { input: s.to_owned(), reason: "expected `scatter` or `compact`".to_owned() }),
+        }
+    }
+}
+
+/// Where one worker runs, and where its helper may run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Slot {
+    /// The worker's CPU.
+    pub cpu: usize,
+    /// The worker CPU's home node (if it has one).
+    pub node: Option<usize>,
+    /// A CPU no worker uses that shares the worker's last-level cache, for
+    /// its helper thread; `None` when there is none left.
+    pub helper: Option<usize>,
+}
+
+/// A thread layout: one [`Slot`] per worker.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Plan {
+    /// The slots, worker 0 first.
+    pub slots: Vec<Slot>,
+    /// More workers than usable CPUs: CPUs are reused round-robin.
+    pub oversubscribed: bool,
+}
+
+impl Plan {
+    /// Whether every worker got a helper CPU.
+    pub fn all_helpers(&self) -> bool {
+        self.slots.iter().all(|s| s.helper.is_some())
+    }
+}
+
+impl Mapping {
+    /// The order in which this mapping hands out the usable CPUs.
+    pub fn cpu_order(&self, topo: &Topology) -> Vec<usize> {
+        // The usable CPUs as a tree: node -> cache group -> core -> CPU.
+        let mut tree: Vec<(Option<usize>, Vec<CacheBranch>)> = Vec::new();
+        for pu in topo.pus() {
+            if !topo.allowed_cpus().contains(pu.cpu) {
+                continue;
+            }
+            let node = match tree.iter().position(|n| n.0 == pu.node) {
+                Some(i) => i,
+                None => {
+                    tree.push((pu.node, Vec::new()));
+                    tree.len() - 1
+                }
+            };
+            let groups = &mut tree[node].1;
+            let group = match groups.iter().position(|g| g.0 == pu.cache_group) {
+                Some(i) => i,
+                None => {
+                    groups.push((pu.cache_group, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            let cores = &mut groups[group].1;
+            match cores.iter_mut().find(|c| c.0 == pu.core) {
+                Some(c) => c.1.push(pu.cpu),
+                None => cores.push((pu.core, vec![pu.cpu])),
+            }
+        }
+        match self {
+            Mapping::Compact => tree
+                .into_iter()
+                .flat_map(|(_, groups)| groups.into_iter().flat_map(|(_, cores)| cores.into_iter().flat_map(|c| c.1)))
+                .collect(),
+            Mapping::Scatter => round_robin(
+                tree.into_iter()
+                    .map(|(_, groups)| {
+                        round_robin(
+                            groups
+                                .into_iter()
+                                .map(|(_, cores)| round_robin(cores.into_iter().map(|c| c.1).collect()))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Lays out `threads` workers and pairs each with a helper CPU sharing
+    /// its last-level cache, when an unused one exists (another core of the
+    /// same cache group first, then a sibling hardware thread).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroThreads`]; [`Error::NoUsableCpu`] when the process may
+    /// use no CPU at all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_numa_alloc::{pin::Mapping, SyntheticSpec, Topology};
+    ///
+    /// let t = Topology::synthetic(SyntheticSpec {
+    ///     nodes: 2, caches_per_node: 1, cores_per_cache: 2, pus_per_core: 1, memory_only_nodes: 0,
+    /// })?;
+    /// let plan = Mapping::Scatter.plan(&t, 2)?;
+    /// let nodes: Vec<_> = plan.slots.iter().map(|s| s.node).collect();
+    /// assert_eq!(nodes, [Some(0), Some(1)]);
+    /// // Each worker's helper is the other core of its node's cache.
+    /// assert_eq!(plan.slots[0].helper, Some(1));
+    /// assert_eq!(plan.slots[1].helper, Some(3));
+    /// # Ok::<(), skelaff_numa_alloc::Error>(())
+    /// ```
+    pub fn plan(&self, topo: &Topology, threads: usize) -> Result<Plan> {
+        if threads == 0 {
+            return Err(Error::ZeroThreads);
+        }
+        let order = self.cpu_order(topo);
+        if order.is_empty() {
+            return Err(Error::NoUsableCpu { requested: CpuSet::new(), allowed: topo.allowed_cpus().clone() });
+        }
+        let oversubscribed = threads > order.len();
+        let workers: Vec<usize> = (0..threads).map(|i| order[i % order.len()]).collect();
+        let mut used: CpuSet = workers.iter().copied().collect();
+        let slots = workers
+            .iter()
+            .map(|&cpu| {
+                let pu = topo.pu(cpu);
+                let helper = pu.and_then(|pu| {
+                    let candidates = || {
+                        order.iter().copied().filter(|&c| {
+                            !used.contains(c) && topo.pu(c).is_some_and(|p| p.cache_group == pu.cache_group)
+                        })
+                    };
+                    let other_core = candidates().find(|&c| topo.pu(c).is_some_and(|p| p.core != pu.core));
+                    other_core.or_else(|| candidates().next())
+                });
+                if let Some(h) = helper {
+                    used.insert(h);
+                }
+                // A CPU without a real shared cache (level 0) cannot prefetch for anyone.
+                let helper = helper.filter(|_| pu.is_some_and(|p| topo.cache_groups()[p.cache_group].level > 0));
+                Slot { cpu, node: pu.and_then(|p| p.node), helper }
+            })
+            .collect();
+        Ok(Plan { slots, oversubscribed })
+    }
+}
+
+/// A cache group's cores, each with its CPUs: `(group, [(core, [cpu])])`.
+type CacheBranch = (usize, Vec<(usize, Vec<usize>)>);
+
+/// Interleaves lists: first elements of each, then second elements, ...
+fn round_robin(lists: Vec<Vec<usize>>) -> Vec<usize> {
+    let total = lists.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut i = 0;
+    while out.len() < total {
+        for l in &lists {
+            if let Some(&x) = l.get(i) {
+                out.push(x);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::SyntheticSpec;
+    use proptest::prelude::*;
+
+    fn topo(nodes: usize, caches: usize, cores: usize, pus: usize) -> Topology {
+        Topology::synthetic(SyntheticSpec {
+            nodes,
+            caches_per_node: caches,
+            cores_per_cache: cores,
+            pus_per_core: pus,
+            memory_only_nodes: 1,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn scatter_spreads_nodes_then_caches_then_cores_then_threads() {
+        // 2 nodes x 2 caches x 2 cores x 2 PUs: CPU = node*8 + cache*4 + core*2 + pu.
+        let t = topo(2, 2, 2, 2);
+        let order = Mapping::Scatter.cpu_order(&t);
+        assert_eq!(&order[..8], &[0, 8, 4, 12, 2, 10, 6, 14]);
+        assert_eq!(&order[8..], &[1, 9, 5, 13, 3, 11, 7, 15]);
+        assert_eq!(Mapping::Compact.cpu_order(&t), (0..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn helpers_share_the_workers_cache() {
+        let t = topo(2, 1, 4, 1);
+        let plan = Mapping::Scatter.plan(&t, 4).unwrap();
+        let workers: Vec<_> = plan.slots.iter().map(|s| s.cpu).collect();
+        assert_eq!(workers, [0, 4, 1, 5]);
+        let helpers: Vec<_> = plan.slots.iter().map(|s| s.helper).collect();
+        assert_eq!(helpers, [Some(2), Some(6), Some(3), Some(7)]);
+        assert!(plan.all_helpers());
+        let full = Mapping::Scatter.plan(&t, 8).unwrap();
+        assert!(full.slots.iter().all(|s| s.helper.is_none()));
+        // Without shared caches there is no helper to give.
+        let private = topo(2, 0, 4, 1);
+        assert!(Mapping::Scatter.plan(&private, 2).unwrap().slots.iter().all(|s| s.helper.is_none()));
+        // With SMT, a sibling thread serves when no other core is free.
+        let smt = topo(1, 1, 1, 2);
+        assert_eq!(Mapping::Scatter.plan(&smt, 1).unwrap().slots[0].helper, Some(1));
+    }
+
+    #[test]
+    fn oversubscription_and_zero() {
+        let t = topo(1, 1, 2, 1);
+        let plan = Mapping::Compact.plan(&t, 5).unwrap();
+        assert!(plan.oversubscribed);
+        assert_eq!(plan.slots.iter().map(|s| s.cpu).collect::<Vec<_>>(), [0, 1, 0, 1, 0]);
+        assert_eq!(Mapping::Scatter.plan(&t, 0).unwrap_err(), Error::ZeroThreads);
+        assert!("sideways".parse::<Mapping>().is_err());
+        assert_eq!("compact".parse::<Mapping>().unwrap(), Mapping::Compact);
+    }
+
+    #[test]
+    fn pinning_this_thread() {
+        let topo = Topology::get().unwrap();
+        let cpu = topo.allowed_cpus().iter().last().unwrap();
+        std::thread::spawn(move || {
+            pin_to_cpu(cpu).unwrap();
+            assert_eq!(current_cpu().unwrap(), cpu);
+            assert_eq!(Some(current_node().unwrap()), topo.pu(cpu).unwrap().node);
+            let e = pin_to_cpu(100_000).unwrap_err();
+            assert!(matches!(e, Error::CpuNotAllowed { cpu: 100_000, .. }));
+            assert!(e.to_string().contains("may run on CPUs"), "{e}");
+            assert!(matches!(pin_to_cpus(&CpuSet::single(99_999)), Err(Error::NoUsableCpu { .. })));
+            assert!(matches!(pin_to_node(999), Err(Error::NoSuchNode { .. })));
+            pin_to_node(topo.nodes_with_cpus().first().unwrap()).unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+
+    proptest! {
+        #[test]
+        fn every_mapping_is_a_permutation_and_scatter_balances_nodes(
+            nodes in prop::sample::select(vec![1usize, 2, 4, 8]),
+            caches in 0usize..3,
+            cores in 1usize..4,
+            pus in 1usize..3,
+            threads in 1usize..80,
+        ) {
+            let t = topo(nodes, caches, cores, pus);
+            let total = t.pus().len();
+            for m in [Mapping::Scatter, Mapping::Compact] {
+                let mut order = m.cpu_order(&t);
+                order.sort_unstable();
+                prop_assert_eq!(order, (0..total).collect::<Vec<_>>());
+            }
+            let plan = Mapping::Scatter.plan(&t, threads).unwrap();
+            prop_assert_eq!(plan.slots.len(), threads);
+            prop_assert_eq!(plan.oversubscribed, threads > total);
+            // Scatter: per-node worker counts differ by at most one.
+            let mut per_node = vec![0usize; nodes];
+            for s in &plan.slots { per_node[s.node.unwrap()] += 1; }
+            let (lo, hi) = (per_node.iter().min().unwrap(), per_node.iter().max().unwrap());
+            prop_assert!(hi - lo <= 1, "{:?}", per_node);
+            // Helpers are distinct, not workers, and share the worker's cache.
+            let workers: CpuSet = plan.slots.iter().map(|s| s.cpu).collect();
+            let mut helpers = CpuSet::new();
+            for s in &plan.slots {
+                if let Some(h) = s.helper {
+                    prop_assert!(!workers.contains(h));
+                    prop_assert!(helpers.insert(h));
+                    prop_assert_eq!(t.pu(h).unwrap().cache_group, t.pu(s.cpu).unwrap().cache_group);
+                }
+            }
+        }
+    }
+}

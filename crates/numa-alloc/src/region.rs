@@ -1,0 +1,560 @@
+//! Page-aligned memory under a placement policy.
+
+use core::fmt;
+use core::ops::Range;
+use core::ptr::NonNull;
+
+use crate::error::{Error, Result};
+use crate::policy::{Apply, Policy};
+use crate::sys;
+use crate::topology::{self, Topology};
+
+/// Which pages back a region.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum HugePages {
+    /// Base pages only.
+    #[default]
+    Off,
+    /// Transparent huge pages: the region is aligned to the THP size and
+    /// advised with `MADV_HUGEPAGE`; the kernel uses huge pages where it can.
+    Transparent,
+    /// Explicit huge pages from the hugetlbfs pool (`MAP_HUGETLB`), of this
+    /// size in bytes (`None`: the smallest size the kernel offers). The
+    /// region is always prefaulted, so a pool that runs dry is an error at
+    /// allocation, not a `SIGBUS` later.
+    Explicit(Option<usize>),
+}
+
+/// How to allocate a region.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{HugePages, Policy, RegionOptions};
+///
+/// let opts = RegionOptions::new(Policy::Interleave("0".parse()?))
+///     .prefault(true)
+///     .huge_pages(HugePages::Transparent);
+/// assert!(opts.prefaults());
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct RegionOptions {
+    policy: Policy,
+    prefault: bool,
+    huge: HugePages,
+}
+
+impl RegionOptions {
+    /// Options with `policy`, no prefault, base pages.
+    pub const fn new(policy: Policy) -> Self {
+        Self { policy, prefault: false, huge: HugePages::Off }
+    }
+
+    /// Whether to map every page at allocation, where the policy puts it.
+    ///
+    /// Without prefault, a page is placed when first touched: under
+    /// `FirstTouch` and `Local` that is the toucher's node, under the other
+    /// policies the policy's node.
+    pub const fn prefault(mut self, yes: bool) -> Self {
+        self.prefault = yes;
+        self
+    }
+
+    /// Which pages to use.
+    pub const fn huge_pages(mut self, huge: HugePages) -> Self {
+        self.huge = huge;
+        self
+    }
+
+    /// The policy.
+    pub const fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Whether pages are mapped at allocation.
+    pub const fn prefaults(&self) -> bool {
+        self.prefault
+    }
+}
+
+/// Where one page of a region is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PageLocation {
+    /// Resident on this node.
+    Node(usize),
+    /// Not resident yet (never touched, or reclaimed): the kernel placed nothing.
+    NotResident,
+    /// The kernel answered with another error for this page (its errno).
+    Unknown(i32),
+}
+
+/// The kernel's answer to "where is each page of this region?".
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Placement {
+    page_size: usize,
+    pages: Vec<PageLocation>,
+}
+
+impl Placement {
+    /// Asks the kernel (`move_pages` without target nodes) where each page of
+    /// `[addr, addr + len)` is, `page_size` bytes at a time.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sys`] if `move_pages` fails as a whole.
+    pub fn query(addr: *const u8, len: usize, page_size: usize) -> Result<Placement> {
+        const BATCH: usize = 4096;
+        let count = len.div_ceil(page_size);
+        let mut pages = Vec::with_capacity(count);
+        let mut addrs = Vec::with_capacity(BATCH.min(count));
+        let mut status = vec![0; BATCH.min(count)];
+        let mut i = 0;
+        while i < count {
+            let n = BATCH.min(count - i);
+            addrs.clear();
+            addrs.extend((i..i + n).map(|p| addr.wrapping_add(p * page_size)));
+            sys::move_pages(&addrs, None, &mut status[..n], 0)?;
+            pages.extend(status[..n].iter().map(|&s| match s {
+                s if s >= 0 => PageLocation::Node(s as usize),
+                s if s == -libc::ENOENT || s == -libc::EFAULT => PageLocation::NotResident,
+                s => PageLocation::Unknown(-s),
+            }));
+            i += n;
+        }
+        Ok(Placement { page_size, pages })
+    }
+
+    /// The page size the query used.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Every page, in address order.
+    pub fn pages(&self) -> &[PageLocation] {
+        &self.pages
+    }
+
+    /// The node of page `i`, if resident.
+    pub fn node_of(&self, i: usize) -> Option<usize> {
+        match self.pages.get(i)? {
+            PageLocation::Node(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// `(node, pages)` for every node holding pages, by node number.
+    pub fn histogram(&self) -> Vec<(usize, usize)> {
+        let mut counts: Vec<(usize, usize)> = Vec::new();
+        for p in &self.pages {
+            if let PageLocation::Node(n) = *p {
+                match counts.binary_search_by_key(&n, |c| c.0) {
+                    Ok(i) => counts[i].1 += 1,
+                    Err(i) => counts.insert(i, (n, 1)),
+                }
+            }
+        }
+        counts
+    }
+
+    /// Pages on `node`.
+    pub fn count_on(&self, node: usize) -> usize {
+        self.pages.iter().filter(|p| **p == PageLocation::Node(node)).count()
+    }
+
+    /// Pages not resident.
+    pub fn not_resident(&self) -> usize {
+        self.pages.iter().filter(|p| **p == PageLocation::NotResident).count()
+    }
+
+    /// Pages whose location the kernel could not tell.
+    pub fn unknown(&self) -> usize {
+        self.pages.iter().filter(|p| matches!(p, PageLocation::Unknown(_))).count()
+    }
+
+    /// Pages that are not where `expected(page_index)` says; each entry is
+    /// `(page index, expected node, actual location)`. Pages for which
+    /// `expected` returns `None` are not checked.
+    pub fn mismatches(&self, mut expected: impl FnMut(usize) -> Option<usize>) -> Vec<(usize, usize, PageLocation)> {
+        self.pages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &loc)| {
+                let want = expected(i)?;
+                (loc != PageLocation::Node(want)).then_some((i, want, loc))
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} pages:", self.pages.len())?;
+        for (n, c) in self.histogram() {
+            write!(f, " node{n}={c}")?;
+        }
+        let nr = self.not_resident();
+        if nr > 0 {
+            write!(f, " not-resident={nr}")?;
+        }
+        let u = self.unknown();
+        if u > 0 {
+            write!(f, " unknown={u}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A page-aligned anonymous mapping whose pages follow a [`Policy`].
+///
+/// Its contents start zeroed. Dropping it unmaps it.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{NumaRegion, Policy, RegionOptions, Topology};
+///
+/// let node = Topology::get()?.allowed_nodes().first().unwrap();
+/// let opts = RegionOptions::new(Policy::Bind(skelaff_numa_alloc::NodeSet::single(node))).prefault(true);
+/// let region = NumaRegion::new(1 << 20, opts)?;
+/// let placement = region.placement()?;
+/// assert_eq!(placement.count_on(node), placement.pages().len());
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub struct NumaRegion {
+    // Invariant: `ptr..ptr + mapped` is a mapping this region owns; `len <= mapped`;
+    // `ptr` is aligned to `page_size`, which divides `mapped`.
+    ptr: NonNull<u8>,
+    len: usize,
+    mapped: usize,
+    page_size: usize,
+    options: RegionOptions,
+}
+
+// SAFETY: the region owns its mapping; `&NumaRegion` only gives shared
+// access to plain bytes and `&mut` exclusive access, as for `Box<[u8]>`.
+unsafe impl Send for NumaRegion {}
+// SAFETY: as above; no interior mutability is reachable through `&self`.
+unsafe impl Sync for NumaRegion {}
+
+impl NumaRegion {
+    /// Maps at least `len` bytes under `options`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroLength`]; policy validation errors; [`Error::TooManyPieces`];
+    /// [`Error::NoSuchHugePageSize`] and [`Error::HugePagesUnavailable`] for
+    /// explicit huge pages; [`Error::Sys`] when `mmap`, `mbind` or
+    /// `madvise` fails (e.g. `ENOMEM` when prefaulting a bound node that is
+    /// full).
+    pub fn new(len: usize, options: RegionOptions) -> Result<Self> {
+        let topo = Topology::get()?;
+        Self::new_in(topo, len, options)
+    }
+
+    /// As [`NumaRegion::new`], validating against `topo`.
+    ///
+    /// # Errors
+    ///
+    /// As [`NumaRegion::new`].
+    pub fn new_in(topo: &Topology, len: usize, options: RegionOptions) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::ZeroLength);
+        }
+        options.policy.validate(topo)?;
+        let base = topo.page_size();
+        let (page_size, align, flags) = match options.huge {
+            HugePages::Off => (base, base, 0),
+            HugePages::Transparent => (base, topo.thp_size().unwrap_or(base), 0),
+            HugePages::Explicit(size) => {
+                let offered = topo.huge_page_sizes();
+                let size = match size {
+                    Some(s) => s,
+                    None => *offered.first().ok_or(Error::NoSuchHugePageSize { size: 0, offered: Vec::new() })?,
+                };
+                if !offered.contains(&size) || !size.is_power_of_two() {
+                    return Err(Error::NoSuchHugePageSize { size, offered: offered.to_vec() });
+                }
+                let shift = size.trailing_zeros() as i32;
+                (size, size, libc::MAP_HUGETLB | (shift << libc::MAP_HUGE_SHIFT))
+            }
+        };
+        let mapped = len.checked_next_multiple_of(page_size).ok_or(Error::SizeOverflow { count: len, elem_size: 1 })?;
+        let ptr = if align > page_size {
+            map_aligned(mapped, align)?
+        } else {
+            sys::mmap_anonymous(mapped, flags).map_err(|e| match options.huge {
+                HugePages::Explicit(_) if e.errno() == libc::ENOMEM => Error::HugePagesUnavailable {
+                    size: page_size,
+                    pages: mapped / page_size,
+                    free: topology::free_huge_pages(page_size, None),
+                },
+                _ => Error::Sys(e),
+            })?
+        };
+        let mut region = NumaRegion { ptr, len, mapped, page_size, options };
+        if options.huge == HugePages::Transparent {
+            // SAFETY: the range is our own fresh mapping; MADV_HUGEPAGE keeps contents.
+            unsafe { sys::madvise(ptr.as_ptr(), mapped, libc::MADV_HUGEPAGE) }?;
+        }
+        options.policy.apply(topo, ptr.as_ptr(), mapped, Apply::Fresh)?;
+        if options.prefault || matches!(options.huge, HugePages::Explicit(_)) {
+            region.populate().map_err(|e| match (options.huge, &e) {
+                (HugePages::Explicit(_), Error::Sys(s)) if matches!(s.errno(), libc::ENOMEM | libc::EFAULT) => {
+                    Error::HugePagesUnavailable {
+                        size: page_size,
+                        pages: mapped / page_size,
+                        free: topology::free_huge_pages(page_size, None),
+                    }
+                }
+                _ => e,
+            })?;
+        }
+        Ok(region)
+    }
+
+    /// Maps every page now (writing it), where the policy puts it.
+    fn populate(&mut self) -> Result<()> {
+        // SAFETY: our own mapping; MADV_POPULATE_WRITE faults pages in
+        // without changing their (zero) contents.
+        match unsafe { sys::madvise(self.ptr.as_ptr(), self.mapped, sys::MADV_POPULATE_WRITE) } {
+            Ok(()) => Ok(()),
+            Err(e) if e.errno() == libc::EINVAL => {
+                // Kernels before 5.14: touch each page. Writing the value a
+                // page already holds maps it without changing contents.
+                let step = self.page_size;
+                for off in (0..self.mapped).step_by(step) {
+                    // SAFETY: `off < mapped`, inside our exclusive mapping.
+                    unsafe {
+                        let p = self.ptr.as_ptr().add(off);
+                        p.write_volatile(p.read_volatile());
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The requested length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: regions have at least one byte.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The mapped length: `len` rounded up to the page size.
+    pub fn mapped_len(&self) -> usize {
+        self.mapped
+    }
+
+    /// The page size of the mapping (a huge page size for explicit huge pages).
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// The start of the region.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The region's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len` bytes at `ptr` are mapped, readable and initialised
+        // (anonymous memory reads as zero); shared borrow of self.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The region's bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, with exclusive access through `&mut self`.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The policy the whole region was last given.
+    pub fn policy(&self) -> Policy {
+        self.options.policy
+    }
+
+    /// The options the region was made with (with the current policy).
+    pub fn options(&self) -> RegionOptions {
+        self.options
+    }
+
+    /// Gives the whole region a new policy and migrates resident pages to
+    /// follow it (`MPOL_MF_MOVE`).
+    ///
+    /// # Errors
+    ///
+    /// Validation errors; [`Error::MigrationIncomplete`]; [`Error::Sys`].
+    pub fn rebind(&mut self, policy: Policy) -> Result<()> {
+        let topo = Topology::get()?;
+        policy.apply(topo, self.ptr.as_ptr(), self.mapped, Apply::Migrate)?;
+        self.options.policy = policy;
+        Ok(())
+    }
+
+    /// Applies `policy` to the byte range `range` of the region only (a
+    /// cyclic policy counts its blocks from `range.start`). `range.start`
+    /// must be page-aligned; `range.end` is rounded up to a page.
+    ///
+    /// This is how MASA binds each thread's chunk: the region keeps
+    /// reporting its original [`policy`](Self::policy).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadRange`] if the range is empty, unaligned or outside the
+    /// region; otherwise as [`Policy::apply`].
+    pub fn apply_range(&mut self, range: Range<usize>, policy: Policy, how: Apply) -> Result<()> {
+        let end = range.end.checked_next_multiple_of(self.page_size).unwrap_or(usize::MAX).min(self.mapped);
+        if range.start >= end || range.start % self.page_size != 0 || range.end > self.mapped {
+            return Err(Error::BadRange {
+                start: range.start,
+                end: range.end,
+                len: self.len,
+                page_size: self.page_size,
+            });
+        }
+        let topo = Topology::get()?;
+        policy.apply(topo, self.ptr.as_ptr().wrapping_add(range.start), end - range.start, how)
+    }
+
+    /// Where each page is, according to the kernel.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sys`] if `move_pages` fails.
+    pub fn placement(&self) -> Result<Placement> {
+        Placement::query(self.ptr.as_ptr(), self.mapped, self.page_size)
+    }
+}
+
+impl Drop for NumaRegion {
+    fn drop(&mut self) {
+        // SAFETY: we own `ptr..ptr + mapped` (type invariant) and nothing
+        // borrows it once we are dropped. A failure leaks the mapping but
+        // cannot be reported from drop.
+        let _ = unsafe { sys::munmap(self.ptr, self.mapped) };
+    }
+}
+
+impl fmt::Debug for NumaRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NumaRegion")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("page_size", &self.page_size)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+/// Maps `len` bytes aligned to `align` by over-mapping and trimming.
+fn map_aligned(len: usize, align: usize) -> Result<NonNull<u8>> {
+    let total = len.checked_add(align).ok_or(Error::SizeOverflow { count: len, elem_size: 1 })?;
+    let raw = sys::mmap_anonymous(total, 0)?;
+    let start = raw.as_ptr() as usize;
+    let aligned = start.next_multiple_of(align);
+    let head = aligned - start;
+    let tail = total - head - len;
+    // SAFETY: head and tail are disjoint parts of the mapping we just made
+    // and nothing refers to them.
+    unsafe {
+        if head > 0 {
+            sys::munmap(raw, head)?;
+        }
+        if tail > 0 {
+            sys::munmap(NonNull::new_unchecked((aligned + len) as *mut u8), tail)?;
+        }
+    }
+    NonNull::new(aligned as *mut u8).ok_or(Error::Sys(sys::SysError::new("mmap", libc::ENOMEM)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sets::NodeSet;
+
+    fn local_node() -> usize {
+        Topology::get().unwrap().allowed_nodes().first().unwrap()
+    }
+
+    #[test]
+    fn prefaulted_bound_region_is_resident_on_its_node() {
+        let node = local_node();
+        let r =
+            NumaRegion::new(40_000, RegionOptions::new(Policy::Bind(NodeSet::single(node))).prefault(true)).unwrap();
+        assert_eq!(r.len(), 40_000);
+        assert_eq!(r.mapped_len() % r.page_size(), 0);
+        let p = r.placement().unwrap();
+        assert_eq!(p.pages().len(), r.mapped_len() / r.page_size());
+        assert_eq!(p.count_on(node), p.pages().len(), "{p}");
+        assert!(p.mismatches(|_| Some(node)).is_empty());
+        assert!(r.as_slice().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn untouched_pages_are_reported_not_resident() {
+        let mut r = NumaRegion::new(8 * 4096, RegionOptions::new(Policy::FirstTouch)).unwrap();
+        r.as_mut_slice()[4096 * 3] = 7;
+        let p = r.placement().unwrap();
+        assert_eq!(p.not_resident(), p.pages().len() - 1, "{p}");
+        assert!(p.node_of(3).is_some());
+        assert_eq!(p.node_of(0), None);
+        assert_eq!(p.mismatches(|i| (i == 3).then_some(p.node_of(3).unwrap())).len(), 0);
+    }
+
+    #[test]
+    fn rebind_and_apply_range_work_on_one_node() {
+        let node = local_node();
+        let mut r = NumaRegion::new(16 * 4096, RegionOptions::new(Policy::FirstTouch).prefault(true)).unwrap();
+        r.rebind(Policy::Bind(NodeSet::single(node))).unwrap();
+        assert_eq!(r.policy(), Policy::Bind(NodeSet::single(node)));
+        r.apply_range(4096..8192, Policy::Interleave(NodeSet::single(node)), Apply::Migrate).unwrap();
+        assert!(matches!(r.apply_range(100..8192, Policy::Local, Apply::Fresh), Err(Error::BadRange { .. })));
+        assert!(matches!(r.apply_range(0..(17 * 4096), Policy::Local, Apply::Fresh), Err(Error::BadRange { .. })));
+        assert!(matches!(r.apply_range(4096..4096, Policy::Local, Apply::Fresh), Err(Error::BadRange { .. })));
+        assert_eq!(r.placement().unwrap().count_on(node), 16);
+    }
+
+    #[test]
+    fn bad_requests_are_errors() {
+        assert_eq!(NumaRegion::new(0, RegionOptions::default()).unwrap_err(), Error::ZeroLength);
+        let e = NumaRegion::new(4096, RegionOptions::new(Policy::Bind(NodeSet::single(1000)))).unwrap_err();
+        assert!(matches!(e, Error::NoSuchNode { node: 1000, .. }), "{e}");
+        let e = NumaRegion::new(usize::MAX - 10, RegionOptions::default()).unwrap_err();
+        assert!(matches!(e, Error::SizeOverflow { .. } | Error::Sys(_)), "{e}");
+        let e =
+            NumaRegion::new(4096, RegionOptions::default().huge_pages(HugePages::Explicit(Some(12345)))).unwrap_err();
+        assert!(matches!(e, Error::NoSuchHugePageSize { size: 12345, .. }), "{e}");
+    }
+
+    #[test]
+    fn explicit_huge_pages_from_an_empty_pool_are_a_clear_error() {
+        let topo = Topology::get().unwrap();
+        let Some(&size) = topo.huge_page_sizes().first() else { return };
+        if topology::free_huge_pages(size, None) > 0 {
+            // A machine with a reserved pool: the allocation must then work.
+            let r =
+                NumaRegion::new(size, RegionOptions::default().huge_pages(HugePages::Explicit(Some(size)))).unwrap();
+            assert_eq!(r.page_size(), size);
+            return;
+        }
+        let e = NumaRegion::new(size, RegionOptions::default().huge_pages(HugePages::Explicit(None))).unwrap_err();
+        assert!(matches!(e, Error::HugePagesUnavailable { pages: 1, free: 0, .. }), "{e}");
+        assert!(e.to_string().contains("nr_hugepages"), "{e}");
+    }
+
+    #[test]
+    fn transparent_huge_pages_align_the_region() {
+        let topo = Topology::get().unwrap();
+        let Some(thp) = topo.thp_size() else { return };
+        let r = NumaRegion::new(3 * thp, RegionOptions::default().huge_pages(HugePages::Transparent).prefault(true))
+            .unwrap();
+        assert_eq!(r.as_ptr() as usize % thp, 0);
+        assert_eq!(r.placement().unwrap().not_resident(), 0);
+    }
+}

@@ -1,0 +1,401 @@
+//! Raw system calls: the only module of this crate that calls `libc`.
+//!
+//! Every wrapper returns a [`SysError`] naming the call and its `errno`.
+//! Nothing here allocates, takes a lock or panics, so the global allocator
+//! may use any of it.
+//!
+//! # Node masks
+//!
+//! `mbind`, `set_mempolicy`, `get_mempolicy` and `move_pages` describe node
+//! sets as arrays of `u64` words. Their `maxnode` argument is one more than
+//! the number of bits the kernel reads: the kernel decrements it before use
+//! (`get_nodes` in `mm/mempolicy.c`). [`maxnode_for`] does that arithmetic in
+//! one place.
+
+use core::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+/// `MPOL_DEFAULT`: the thread's (or the system's) default policy; pages go
+/// to the node of the CPU that first touches them.
+pub const MPOL_DEFAULT: c_int = 0;
+/// `MPOL_PREFERRED`: allocate on one node, fall back to others when it is full.
+pub const MPOL_PREFERRED: c_int = 1;
+/// `MPOL_BIND`: allocate only on the given nodes.
+pub const MPOL_BIND: c_int = 2;
+/// `MPOL_INTERLEAVE`: spread pages round-robin over the given nodes.
+pub const MPOL_INTERLEAVE: c_int = 3;
+/// `MPOL_LOCAL`: allocate on the node of the CPU that touches the page.
+pub const MPOL_LOCAL: c_int = 4;
+/// `MPOL_PREFERRED_MANY` (Linux 5.15): prefer a set of nodes.
+pub const MPOL_PREFERRED_MANY: c_int = 5;
+
+/// Mode flag: node numbers are absolute, not remapped when the cpuset changes.
+pub const MPOL_F_STATIC_NODES: c_int = 1 << 15;
+/// Mode flag: node numbers are relative to the allowed set.
+pub const MPOL_F_RELATIVE_NODES: c_int = 1 << 14;
+
+/// `get_mempolicy` flag: return the node id instead of the policy.
+pub const MPOL_F_NODE: c_int = 1;
+/// `get_mempolicy` flag: look up the policy of an address.
+pub const MPOL_F_ADDR: c_int = 1 << 1;
+/// `get_mempolicy` flag: return the nodes this thread may use.
+pub const MPOL_F_MEMS_ALLOWED: c_int = 1 << 2;
+
+/// `mbind` flag: fail with `EIO` if existing pages do not follow the policy
+/// (with [`MPOL_MF_MOVE`]: if some could not be moved).
+pub const MPOL_MF_STRICT: c_uint = 1;
+/// `mbind`/`move_pages` flag: migrate pages used only by this process.
+pub const MPOL_MF_MOVE: c_uint = 1 << 1;
+/// `mbind`/`move_pages` flag: migrate all pages (needs `CAP_SYS_NICE`).
+pub const MPOL_MF_MOVE_ALL: c_uint = 1 << 2;
+
+/// `madvise` advice: populate (prefault) pages writable (Linux 5.14).
+pub const MADV_POPULATE_WRITE: c_int = 23;
+
+/// A system call that failed: which one, and the `errno` it set.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SysError {
+    call: &'static str,
+    errno: i32,
+}
+
+impl SysError {
+    /// An error for `call` with an explicit `errno`.
+    pub const fn new(call: &'static str, errno: i32) -> Self {
+        Self { call, errno }
+    }
+
+    /// An error for `call` carrying the calling thread's current `errno`.
+    #[cold]
+    pub fn last(call: &'static str) -> Self {
+        // SAFETY: `__errno_location` returns a valid pointer to this thread's errno.
+        let errno = unsafe { *libc::__errno_location() };
+        Self { call, errno }
+    }
+
+    /// The name of the system call.
+    pub const fn call(&self) -> &'static str {
+        self.call
+    }
+
+    /// The `errno` value.
+    pub const fn errno(&self) -> i32 {
+        self.errno
+    }
+
+    /// The symbolic name of the errno (`"EINVAL"`), when it is a common one.
+    pub const fn errno_name(&self) -> &'static str {
+        match self.errno {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::ESRCH => "ESRCH",
+            libc::EINTR => "EINTR",
+            libc::EIO => "EIO",
+            libc::E2BIG => "E2BIG",
+            libc::EBADF => "EBADF",
+            libc::EAGAIN => "EAGAIN",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::EFAULT => "EFAULT",
+            libc::EBUSY => "EBUSY",
+            libc::EEXIST => "EEXIST",
+            libc::ENODEV => "ENODEV",
+            libc::EINVAL => "EINVAL",
+            libc::ENOSPC => "ENOSPC",
+            libc::ENOSYS => "ENOSYS",
+            libc::EOPNOTSUPP => "EOPNOTSUPP",
+            _ => "errno",
+        }
+    }
+}
+
+impl fmt::Debug for SysError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SysError({} -> {} {})", self.call, self.errno_name(), self.errno)
+    }
+}
+
+impl fmt::Display for SysError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed: {} ({} {})",
+            self.call,
+            std::io::Error::from_raw_os_error(self.errno),
+            self.errno_name(),
+            self.errno
+        )
+    }
+}
+
+impl std::error::Error for SysError {}
+
+/// The result of a wrapped system call.
+pub type SysResult<T> = Result<T, SysError>;
+
+/// The `maxnode` argument for a mask of `words` 64-bit words: the kernel
+/// reads `maxnode - 1` bits, so this is one more than the number of bits.
+pub const fn maxnode_for(words: usize) -> c_ulong {
+    (words * 64 + 1) as c_ulong
+}
+
+/// The base page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as usize } else { 4096 }
+}
+
+/// `mmap` of anonymous private memory, readable and writable.
+///
+/// `extra_flags` are or-ed into `MAP_PRIVATE | MAP_ANONYMOUS` (e.g.
+/// `MAP_HUGETLB`, `MAP_NORESERVE`).
+pub fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> {
+    // SAFETY: an anonymous mapping at a kernel-chosen address touches no
+    // existing memory; the arguments are plain values.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra_flags,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(SysError::last("mmap"));
+    }
+    NonNull::new(p.cast()).ok_or(SysError::new("mmap", libc::ENOMEM))
+}
+
+/// `munmap`.
+///
+/// # Safety
+///
+/// - `[addr, addr + len)` must be a range this process mapped and still owns;
+/// - nothing may access that range afterwards.
+pub unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
+    // SAFETY: the caller owns the mapping and will not use it again.
+    let r = unsafe { libc::munmap(addr.as_ptr().cast(), len) };
+    if r == 0 { Ok(()) } else { Err(SysError::last("munmap")) }
+}
+
+/// `mremap` with `MREMAP_MAYMOVE`: grow or shrink a private anonymous mapping.
+///
+/// # Safety
+///
+/// - `[addr, addr + old_len)` must be a mapping this process owns;
+/// - on success the old range must no longer be used (the mapping may move).
+pub unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysResult<NonNull<u8>> {
+    // SAFETY: the caller owns the mapping; MAYMOVE lets the kernel choose.
+    let p = unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
+    if p == libc::MAP_FAILED {
+        return Err(SysError::last("mremap"));
+    }
+    NonNull::new(p.cast()).ok_or(SysError::new("mremap", libc::ENOMEM))
+}
+
+/// `madvise`.
+///
+/// # Safety
+///
+/// `[addr, addr + len)` must be memory this process mapped. Advice that
+/// discards contents (`MADV_DONTNEED`, `MADV_FREE`) must only be given for
+/// memory whose contents the caller no longer needs and that no live
+/// reference points into.
+pub unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()> {
+    // SAFETY: forwarded to the caller's contract.
+    let r = unsafe { libc::madvise(addr.cast(), len, advice) };
+    if r == 0 { Ok(()) } else { Err(SysError::last("madvise")) }
+}
+
+/// `mbind`: set the memory policy of `[addr, addr + len)`.
+///
+/// `addr` must be page-aligned. `nodes` is a node mask (bit `n` of word
+/// `n / 64` is node `n`); an empty slice passes a null mask.
+///
+/// This cannot break memory safety: the policy decides where pages live, and
+/// migration (`MPOL_MF_MOVE`) preserves their contents.
+pub fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uint) -> SysResult<()> {
+    let (mask, maxnode) = mask_args(nodes);
+    // SAFETY: the kernel validates the range; the mask pointer is valid for
+    // `nodes.len()` words, which is what `maxnode` covers.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr as c_ulong,
+            len as c_ulong,
+            mode as c_ulong,
+            mask,
+            maxnode,
+            flags as c_ulong,
+        )
+    };
+    if r == 0 { Ok(()) } else { Err(SysError::last("mbind")) }
+}
+
+/// `set_mempolicy`: the calling thread's default policy for new pages.
+pub fn set_mempolicy(mode: c_int, nodes: &[u64]) -> SysResult<()> {
+    let (mask, maxnode) = mask_args(nodes);
+    // SAFETY: the mask pointer is valid for `nodes.len()` words.
+    let r = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as c_long, mask, maxnode) };
+    if r == 0 { Ok(()) } else { Err(SysError::last("set_mempolicy")) }
+}
+
+/// `get_mempolicy`: returns the mode (or, with [`MPOL_F_NODE`], a node id)
+/// and fills `nodes` with the policy's node mask.
+pub fn get_mempolicy(nodes: &mut [u64], addr: *const u8, flags: c_int) -> SysResult<c_int> {
+    let mut mode: c_int = 0;
+    let (mask, maxnode) =
+        if nodes.is_empty() { (ptr::null_mut(), 0) } else { (nodes.as_mut_ptr(), maxnode_for(nodes.len())) };
+    // SAFETY: `mode` is a valid out-pointer; the mask is valid for
+    // `nodes.len()` words, as `maxnode` says.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut c_int,
+            mask,
+            maxnode,
+            addr as c_ulong,
+            flags as c_ulong,
+        )
+    };
+    if r == 0 { Ok(mode) } else { Err(SysError::last("get_mempolicy")) }
+}
+
+/// `move_pages` for the calling process.
+///
+/// With `nodes == None` it only asks where each page is: `status[i]` becomes
+/// the node of `pages[i]`, or a negative errno (`-ENOENT`: not resident;
+/// `-EFAULT`: not mapped or the zero page, depending on the kernel).
+/// With `Some(nodes)` it moves each page to `nodes[i]`.
+///
+/// Returns the number of pages that could not be moved (0 when querying).
+/// `pages`, `nodes` and `status` must have the same length; a mismatch is
+/// reported as `EINVAL` without calling the kernel.
+pub fn move_pages(
+    pages: &[*const u8],
+    nodes: Option<&[c_int]>,
+    status: &mut [c_int],
+    flags: c_uint,
+) -> SysResult<usize> {
+    if status.len() != pages.len() || nodes.is_some_and(|n| n.len() != pages.len()) {
+        return Err(SysError::new("move_pages", libc::EINVAL));
+    }
+    let nodes_ptr = nodes.map_or(ptr::null(), |n| n.as_ptr());
+    // SAFETY: all three arrays hold `pages.len()` elements; pid 0 is this process.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0 as c_long,
+            pages.len() as c_ulong,
+            pages.as_ptr(),
+            nodes_ptr,
+            status.as_mut_ptr(),
+            flags as c_long,
+        )
+    };
+    if r < 0 { Err(SysError::last("move_pages")) } else { Ok(r as usize) }
+}
+
+/// `sched_setaffinity` for the calling thread. `mask` is a CPU bitmask.
+pub fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
+    // SAFETY: the mask is valid for `size_of_val(mask)` bytes; tid 0 is the calling thread.
+    let r = unsafe {
+        libc::syscall(libc::SYS_sched_setaffinity, 0 as c_long, core::mem::size_of_val(mask) as c_ulong, mask.as_ptr())
+    };
+    if r == 0 { Ok(()) } else { Err(SysError::last("sched_setaffinity")) }
+}
+
+/// `sched_getaffinity` for the calling thread into `mask`. Fails with
+/// `EINVAL` when `mask` is smaller than the kernel's CPU mask; callers retry
+/// with a larger buffer.
+pub fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
+    // SAFETY: the mask is valid for writes of `size_of_val(mask)` bytes.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getaffinity,
+            0 as c_long,
+            core::mem::size_of_val(mask) as c_ulong,
+            mask.as_mut_ptr(),
+        )
+    };
+    // The raw syscall returns the number of bytes written.
+    if r >= 0 { Ok(()) } else { Err(SysError::last("sched_getaffinity")) }
+}
+
+/// `getcpu`: the CPU and NUMA node the calling thread runs on right now.
+pub fn getcpu() -> SysResult<(usize, usize)> {
+    let mut cpu: c_uint = 0;
+    let mut node: c_uint = 0;
+    // SAFETY: both out-pointers are valid; the third argument is unused.
+    let r = unsafe {
+        libc::syscall(libc::SYS_getcpu, &mut cpu as *mut c_uint, &mut node as *mut c_uint, ptr::null_mut::<c_void>())
+    };
+    if r == 0 { Ok((cpu as usize, node as usize)) } else { Err(SysError::last("getcpu")) }
+}
+
+fn mask_args(nodes: &[u64]) -> (*const u64, c_ulong) {
+    // Trim trailing zero words: a shorter mask keeps `maxnode` under the
+    // kernel's MAX_NUMNODES on kernels built with fewer nodes.
+    let used = nodes.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+    if used == 0 { (ptr::null(), 0) } else { (nodes.as_ptr(), maxnode_for(used)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maxnode_is_one_more_than_the_bits() {
+        assert_eq!(maxnode_for(1), 65);
+        assert_eq!(maxnode_for(16), 1025);
+        assert_eq!(mask_args(&[0, 0]).1, 0);
+        assert_eq!(mask_args(&[1, 0]).1, 65);
+        assert_eq!(mask_args(&[0, 2, 0]).1, 129);
+    }
+
+    #[test]
+    fn errors_name_the_call_and_errno() {
+        let e = SysError::new("mbind", libc::EINVAL);
+        let s = e.to_string();
+        assert!(s.starts_with("mbind failed"), "{s}");
+        assert!(s.contains("EINVAL"), "{s}");
+        assert_eq!(e.errno(), libc::EINVAL);
+    }
+
+    #[test]
+    fn getcpu_reports_an_online_cpu() {
+        let (cpu, node) = getcpu().unwrap();
+        let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // A CPU number may exceed the count of usable CPUs under a cpuset, but
+        // node 0 exists on every machine this runs on.
+        assert!(cpu < 4096 && node < 1024, "cpu {cpu} node {node} online {online}");
+    }
+
+    #[test]
+    fn move_pages_rejects_mismatched_lengths() {
+        let mut status = [0; 1];
+        let e = move_pages(&[], None, &mut status, 0).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL);
+    }
+
+    #[test]
+    fn mapping_round_trip_and_query() {
+        let ps = page_size();
+        let p = mmap_anonymous(4 * ps, 0).unwrap();
+        // SAFETY: p is a fresh 4-page mapping owned here.
+        unsafe { p.as_ptr().write(1) };
+        let pages: Vec<*const u8> = (0..4).map(|i| p.as_ptr().wrapping_add(i * ps) as *const u8).collect();
+        let mut status = [0; 4];
+        move_pages(&pages, None, &mut status, 0).unwrap();
+        assert!(status[0] >= 0, "touched page must be resident: {status:?}");
+        for s in &status[1..] {
+            assert!(*s == -libc::ENOENT || *s == -libc::EFAULT, "untouched page: {status:?}");
+        }
+        // SAFETY: we own the mapping and drop the pointer afterwards.
+        unsafe { munmap(p, 4 * ps).unwrap() };
+    }
+}

@@ -1,0 +1,329 @@
+//! Development tasks for the skelaff workspace.
+//!
+//! `cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]]... [--timeout SECS]`
+//! builds every `numa_vm` test target of the workspace, packs the binaries
+//! (with their shared libraries and a busybox) into an initramfs, boots it
+//! under `qemu-system-x86_64 -accel tcg` with emulated NUMA nodes, and
+//! reports each guest's result. Without `--topology` it runs `2x2`, `4x1`
+//! and `2x1+1` (two nodes with one CPU each and a third with memory only).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use skelaff_numa_alloc::testkit::GuestSpec;
+
+const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
+
+type Result<T, E = String> = std::result::Result<T, E>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("numa-vm") => numa_vm(&args[1..]),
+        Some("-h" | "--help") | None => {
+            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]]... [--timeout SECS]");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn numa_vm(args: &[String]) -> Result<()> {
+    let mut topologies = Vec::new();
+    let mut timeout = Duration::from_secs(900);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--topology" => {
+                let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2 or 2x1+1")?;
+                topologies.push(v.parse::<GuestSpec>().map_err(|e| e.to_string())?);
+            }
+            "--timeout" => {
+                let v = it.next().ok_or("--timeout needs a number of seconds")?;
+                timeout =
+                    Duration::from_secs(v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?);
+            }
+            other => return Err(format!("unknown argument `{other}`; expected --topology SPEC or --timeout SECS")),
+        }
+    }
+    if topologies.is_empty() {
+        topologies = DEFAULT_TOPOLOGIES
+            .iter()
+            .map(|t| t.parse().map_err(|e: skelaff_numa_alloc::Error| e.to_string()))
+            .collect::<Result<_>>()?;
+    }
+
+    let root = workspace_root()?;
+    let work = root.join("target/numa-vm");
+    fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
+    for tool in ["qemu-system-x86_64", "cpio", "ldd"] {
+        which(tool).ok_or_else(|| {
+            format!(
+                "`{tool}` is not installed; run `scripts/setup` (as root) or `apt-get install qemu-system-x86 cpio`"
+            )
+        })?;
+    }
+    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or("busybox is not installed; run `scripts/setup` or `apt-get install busybox-static`")?;
+
+    let kernel = kernel(&work)?;
+    let tests = build_tests(&root)?;
+    let initramfs = make_initramfs(&work, &busybox, &tests)?;
+
+    let mut failed = Vec::new();
+    for spec in &topologies {
+        let start = Instant::now();
+        match boot(&kernel, &initramfs, spec, timeout) {
+            Ok(()) => println!("numa-vm {spec}: PASSED in {:.0?}", start.elapsed()),
+            Err(e) => {
+                println!("numa-vm {spec}: FAILED in {:.0?}: {e}", start.elapsed());
+                failed.push(spec.to_string());
+            }
+        }
+    }
+    if failed.is_empty() {
+        println!("numa-vm: all {} topologies passed", topologies.len());
+        Ok(())
+    } else {
+        Err(format!("placement checks failed on {}", failed.join(", ")))
+    }
+}
+
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "run this through `cargo xtask`")?;
+    Path::new(&manifest).parent().map(Path::to_path_buf).ok_or_else(|| "xtask has no parent directory".to_owned())
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(tool)).find(|p| p.is_file()))
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let out = cmd.output().map_err(|e| format!("running {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A Debian 6.1 kernel: `$SKELAFF_VM_KERNEL`, a cached one, or the newest
+/// `linux-image-6.1.0-N-amd64` fetched with `apt-get download`.
+fn kernel(work: &Path) -> Result<PathBuf> {
+    if let Some(k) = std::env::var_os("SKELAFF_VM_KERNEL") {
+        return Ok(PathBuf::from(k));
+    }
+    let dir = work.join("kernel");
+    let find = |dir: &Path| -> Option<PathBuf> {
+        fs::read_dir(dir.join("boot"))
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("vmlinuz-")))
+    };
+    if let Some(k) = find(&dir) {
+        return Ok(k);
+    }
+    let list = run(Command::new("apt-cache").args(["search", "--names-only", r"^linux-image-6\.1\.0-[0-9]+-amd64$"]))?;
+    let package = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .max_by_key(|p| {
+            p.trim_start_matches("linux-image-6.1.0-").trim_end_matches("-amd64").parse::<u32>().unwrap_or(0)
+        })
+        .ok_or("no linux-image-6.1.0-*-amd64 package found; run `apt-get update` (Debian 12 package lists)")?
+        .to_owned();
+    println!("numa-vm: fetching kernel package {package}");
+    let dl = work.join("download");
+    let _ = fs::remove_dir_all(&dl);
+    fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
+    run(Command::new("apt-get").arg("download").arg(&package).current_dir(&dl))?;
+    let deb = fs::read_dir(&dl)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .ok_or("apt-get download produced no .deb")?;
+    let tmp = work.join("kernel.tmp");
+    let _ = fs::remove_dir_all(&tmp);
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("boot")).map_err(|e| e.to_string())?;
+    let k = find(&tmp).ok_or("the kernel package holds no boot/vmlinuz-*")?;
+    let dest = dir.join("boot").join(k.file_name().ok_or("bad kernel name")?);
+    fs::copy(&k, &dest).map_err(|e| e.to_string())?;
+    let _ = fs::remove_dir_all(&tmp);
+    let _ = fs::remove_dir_all(&dl);
+    Ok(dest)
+}
+
+/// Builds every `numa_vm` test target; returns `(name, executable)` pairs.
+fn build_tests(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    println!("numa-vm: building the numa_vm test targets");
+    let out = Command::new(cargo)
+        .args(["test", "--workspace", "--test", "numa_vm", "--no-run", "--message-format=json-render-diagnostics"])
+        .current_dir(root)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !out.status.success() {
+        return Err("building the numa_vm tests failed".to_owned());
+    }
+    let mut tests = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if msg["reason"] != "compiler-artifact" || msg["target"]["name"] != "numa_vm" {
+            continue;
+        }
+        if let Some(exe) = msg["executable"].as_str() {
+            let pkg = msg["package_id"].as_str().unwrap_or("pkg");
+            // package_id looks like `path+file:///…/crates/spmv#skelaff-spmv@0.1.0`.
+            let name = pkg.rsplit('#').next().unwrap_or(pkg).split('@').next().unwrap_or(pkg).to_owned();
+            tests.push((name, PathBuf::from(exe)));
+        }
+    }
+    if tests.is_empty() {
+        return Err("cargo built no numa_vm test".to_owned());
+    }
+    tests.sort();
+    Ok(tests)
+}
+
+fn make_initramfs(work: &Path, busybox: &Path, tests: &[(String, PathBuf)]) -> Result<PathBuf> {
+    let dir = work.join("initramfs");
+    let _ = fs::remove_dir_all(&dir);
+    for d in ["bin", "proc", "sys", "dev", "tmp", "tests"] {
+        fs::create_dir_all(dir.join(d)).map_err(|e| e.to_string())?;
+    }
+    fs::copy(busybox, dir.join("bin/busybox")).map_err(|e| format!("copying busybox: {e}"))?;
+    let mut libs = BTreeSet::new();
+    for (name, exe) in tests {
+        let dest = dir.join("tests").join(name);
+        // Debug info is most of a test binary; the guest does not need it.
+        if run(Command::new("objcopy").arg("--strip-debug").arg(exe).arg(&dest)).is_err() {
+            fs::copy(exe, &dest).map_err(|e| format!("copying {}: {e}", exe.display()))?;
+        }
+        for line in run(Command::new("ldd").arg(exe))?.lines() {
+            // `libx.so => /lib/…/libx.so (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
+            let path = line.split("=>").last().unwrap_or("").split_whitespace().next().unwrap_or("");
+            if path.starts_with('/') {
+                libs.insert(PathBuf::from(path));
+            }
+        }
+    }
+    for lib in &libs {
+        let real = fs::canonicalize(lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+        let dest = dir.join(lib.strip_prefix("/").map_err(|e| e.to_string())?);
+        fs::create_dir_all(dest.parent().ok_or("library without a directory")?).map_err(|e| e.to_string())?;
+        fs::copy(&real, &dest).map_err(|e| format!("copying {}: {e}", real.display()))?;
+    }
+    let init = r#"#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+status=0
+for t in /tests/*; do
+  echo "SKELAFF-VM-RUN $t"
+  RUST_BACKTRACE=1 "$t"
+  rc=$?
+  echo "SKELAFF-VM-EXIT $t $rc"
+  [ "$rc" -eq 0 ] || status=1
+done
+echo "SKELAFF-VM-DONE $status"
+poweroff -f
+"#;
+    fs::write(dir.join("init"), init).map_err(|e| e.to_string())?;
+    run(Command::new("chmod").arg("+x").arg(dir.join("init")))?;
+    let cpio = work.join("initramfs.cpio");
+    let sh = format!("cd '{}' && find . | cpio -o -H newc --quiet > '{}'", dir.display(), cpio.display());
+    run(Command::new("sh").arg("-c").arg(sh))?;
+    Ok(cpio)
+}
+
+fn boot(kernel: &Path, initramfs: &Path, spec: &GuestSpec, timeout: Duration) -> Result<()> {
+    let node_mib: u64 = if spec.total_nodes() <= 4 { 512 } else { 256 };
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(["-accel", "tcg", "-cpu", "max", "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"]);
+    cmd.args(["-m", &format!("{}M", node_mib * spec.total_nodes() as u64)]);
+    cmd.args(["-smp", &format!("{},sockets={},cores={},threads=1", spec.total_cpus(), spec.nodes, spec.cpus_per_node)]);
+    for n in 0..spec.total_nodes() {
+        cmd.args(["-object", &format!("memory-backend-ram,id=m{n},size={node_mib}M")]);
+        let cpus = if n < spec.nodes {
+            format!(",cpus={}-{}", n * spec.cpus_per_node, (n + 1) * spec.cpus_per_node - 1)
+        } else {
+            String::new()
+        };
+        cmd.args(["-numa", &format!("node,nodeid={n}{cpus},memdev=m{n}")]);
+    }
+    cmd.arg("-kernel").arg(kernel).arg("-initrd").arg(initramfs);
+    cmd.args(["-append", &format!("console=ttyS0 quiet panic=-1 skelaff.topology={spec} skelaff.node_mib={node_mib}")]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    println!(
+        "numa-vm {spec}: booting {} nodes, {} CPUs, {node_mib} MiB per node",
+        spec.total_nodes(),
+        spec.total_cpus()
+    );
+    let mut child = cmd.spawn().map_err(|e| format!("starting qemu: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no qemu stdout")?;
+    let mut stderr = child.stderr.take().ok_or("no qemu stderr")?;
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n') {
+            let Ok(line) = line else { break };
+            let line = String::from_utf8_lossy(&line).replace(['\r', '\u{1b}'], "");
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + timeout;
+    let mut done = None;
+    let mut failures = Vec::new();
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                println!("  [{spec}] {line}");
+                if let Some(rest) = line.trim().strip_prefix("SKELAFF-VM-EXIT ") {
+                    if !rest.ends_with(" 0") {
+                        failures.push(rest.to_owned());
+                    }
+                }
+                if let Some(s) = line.trim().strip_prefix("SKELAFF-VM-DONE ") {
+                    done = Some(s.trim() == "0");
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timed out after {timeout:?}"));
+            }
+        }
+    }
+    let _ = reader.join();
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let mut err = String::new();
+    let _ = stderr.read_to_string(&mut err);
+    match done {
+        Some(true) if failures.is_empty() => Ok(()),
+        Some(_) => Err(format!("test binaries failed: {}", failures.join("; "))),
+        None => Err(format!("the guest stopped before finishing (qemu {status}): {}", err.trim())),
+    }
+}
