@@ -1,7 +1,7 @@
 //! Development tasks for the skelaff workspace.
 //!
 //! `cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]]... [--timeout SECS]`
-//! builds every `numa_vm` test target of the workspace, packs the binaries
+//! builds every `numa_vm*` test target of the workspace, packs the binaries
 //! (with their shared libraries and a busybox) into an initramfs, boots it
 //! under `qemu-system-x86_64 -accel tcg` with emulated NUMA nodes, and
 //! reports each guest's result. Without `--topology` it runs `2x2`, `4x1`
@@ -171,12 +171,13 @@ fn kernel(work: &Path) -> Result<PathBuf> {
     Ok(dest)
 }
 
-/// Builds every `numa_vm` test target; returns `(name, executable)` pairs.
+/// Builds every test target whose name starts with `numa_vm`; returns
+/// `(package.target, executable)` pairs.
 fn build_tests(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     println!("numa-vm: building the numa_vm test targets");
     let out = Command::new(cargo)
-        .args(["test", "--workspace", "--test", "numa_vm", "--no-run", "--message-format=json-render-diagnostics"])
+        .args(["test", "--workspace", "--test", "numa_vm*", "--no-run", "--message-format=json-render-diagnostics"])
         .current_dir(root)
         .stderr(Stdio::inherit())
         .output()
@@ -187,13 +188,15 @@ fn build_tests(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut tests = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        if msg["reason"] != "compiler-artifact" || msg["target"]["name"] != "numa_vm" {
+        let target = msg["target"]["name"].as_str().unwrap_or("");
+        if msg["reason"] != "compiler-artifact" || !target.starts_with("numa_vm") {
             continue;
         }
         if let Some(exe) = msg["executable"].as_str() {
             let pkg = msg["package_id"].as_str().unwrap_or("pkg");
             // package_id looks like `path+file:///…/crates/spmv#skelaff-spmv@0.1.0`.
-            let name = pkg.rsplit('#').next().unwrap_or(pkg).split('@').next().unwrap_or(pkg).to_owned();
+            let crate_name = pkg.rsplit('#').next().unwrap_or(pkg).split('@').next().unwrap_or(pkg);
+            let name = format!("{crate_name}.{target}");
             tests.push((name, PathBuf::from(exe)));
         }
     }
