@@ -1,0 +1,1 @@
+//! Transactional collections, generic over [`TxOps`](crate::TxOps).
