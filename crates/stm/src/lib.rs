@@ -22,11 +22,10 @@ mod txops;
 #[cfg(not(loom))]
 mod word;
 
-
 pub use error::{AbortReason, ConfigError, SamplerError, StopReason, TxError};
 
 #[cfg(not(loom))]
-// collections later
+pub use collections::{THashMap, TList, TMap, TQueue};
 #[cfg(not(loom))]
 pub use config::{Config, ContentionManager};
 #[cfg(not(loom))]

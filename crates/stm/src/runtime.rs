@@ -410,7 +410,9 @@ impl Tx {
                     TxError::Conflict(reason) => tx.conflict(reason, cfg, &mut attempt),
                     TxError::Retry => tx.wait_for_change(),
                     TxError::Stop(reason) => {
-                        panic!("skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop")
+                        panic!(
+                            "skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop"
+                        )
                     }
                 }
                 continue;
