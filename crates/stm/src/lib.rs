@@ -30,8 +30,8 @@ pub use collections::{THashMap, TList, TMap, TQueue};
 pub use config::{Config, ContentionManager};
 #[cfg(not(loom))]
 pub use runtime::{
-    LOCK_TABLE_BITS, LOCK_TABLE_SIZE, MAX_THREADS, Pin, Tx, atomically, atomically_with, in_transaction, pin,
-    try_atomically, try_atomically_with,
+    LOCK_TABLE_BITS, LOCK_TABLE_SIZE, MAX_THREADS, Pin, Tx, atomically, atomically_with, clock, in_transaction,
+    locked_stripes, pin, try_atomically, try_atomically_with,
 };
 #[cfg(not(loom))]
 pub use stats::Stats;

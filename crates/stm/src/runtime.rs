@@ -705,6 +705,25 @@ where
     with_tx(|tx| tx.run(cfg, &mut f))
 }
 
+/// How many stripes of the global lock table are locked right now (scans
+/// all [`LOCK_TABLE_SIZE`] locks). Outside commits this is 0; a diagnostic
+/// for tests (after a panic, every lock must be free).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(skelaff_stm::locked_stripes(), 0);
+/// ```
+pub fn locked_stripes() -> usize {
+    (0..LOCK_TABLE_SIZE).filter(|&i| is_locked(ENGINE.lock(i).load(Ordering::Relaxed))).count()
+}
+
+/// The global clock: the number of write commits (and non-transactional
+/// stores) so far.
+pub fn clock() -> u64 {
+    ENGINE.now()
+}
+
 /// Whether the calling thread is inside a transaction.
 pub fn in_transaction() -> bool {
     LOCAL.with(|l| l.busy.get())
