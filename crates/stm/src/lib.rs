@@ -22,17 +22,16 @@ mod txops;
 #[cfg(not(loom))]
 mod word;
 
-
 pub use error::{AbortReason, ConfigError, SamplerError, StopReason, TxError};
 
 #[cfg(not(loom))]
-// collections later
+pub use collections::{THashMap, TList, TMap, TQueue};
 #[cfg(not(loom))]
 pub use config::{Config, ContentionManager};
 #[cfg(not(loom))]
 pub use runtime::{
-    LOCK_TABLE_BITS, LOCK_TABLE_SIZE, MAX_THREADS, Pin, Tx, atomically, atomically_with, in_transaction, pin,
-    try_atomically, try_atomically_with,
+    LOCK_TABLE_BITS, LOCK_TABLE_SIZE, MAX_THREADS, Pin, Tx, atomically, atomically_with, clock, in_transaction,
+    locked_stripes, pin, try_atomically, try_atomically_with,
 };
 #[cfg(not(loom))]
 pub use stats::Stats;

@@ -102,7 +102,9 @@ impl<const N: usize> Engine<N> {
         loop {
             let w = lock.load(Ordering::Relaxed);
             if !is_locked(w)
-                && lock.compare_exchange_weak(w, w | lock_bits(owner_slot), Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && lock
+                    .compare_exchange_weak(w, w | lock_bits(owner_slot), Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 break;
             }

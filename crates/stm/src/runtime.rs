@@ -410,7 +410,9 @@ impl Tx {
                     TxError::Conflict(reason) => tx.conflict(reason, cfg, &mut attempt),
                     TxError::Retry => tx.wait_for_change(),
                     TxError::Stop(reason) => {
-                        panic!("skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop")
+                        panic!(
+                            "skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop"
+                        )
                     }
                 }
                 continue;
@@ -701,6 +703,25 @@ where
     F: FnMut(&mut Tx) -> Result<R, E>,
 {
     with_tx(|tx| tx.run(cfg, &mut f))
+}
+
+/// How many stripes of the global lock table are locked right now (scans
+/// all [`LOCK_TABLE_SIZE`] locks). Outside commits this is 0; a diagnostic
+/// for tests (after a panic, every lock must be free).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(skelaff_stm::locked_stripes(), 0);
+/// ```
+pub fn locked_stripes() -> usize {
+    (0..LOCK_TABLE_SIZE).filter(|&i| is_locked(ENGINE.lock(i).load(Ordering::Relaxed))).count()
+}
+
+/// The global clock: the number of write commits (and non-transactional
+/// stores) so far.
+pub fn clock() -> u64 {
+    ENGINE.now()
 }
 
 /// Whether the calling thread is inside a transaction.

@@ -198,6 +198,13 @@ impl<T> TPtr<T> {
         TPtr { ptr: NonNull::from(Box::leak(b)), _owns: PhantomData }
     }
 
+    /// The pointer with address `addr`, `None` for 0 (the inverse of
+    /// [`TPtr::addr`]; no check that an object lives there).
+    #[inline(always)]
+    pub fn from_addr(addr: usize) -> Option<Self> {
+        NonNull::new(addr as *mut T).map(|ptr| TPtr { ptr, _owns: PhantomData })
+    }
+
     /// The object's address.
     #[inline(always)]
     pub fn addr(self) -> usize {
