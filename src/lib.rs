@@ -4,7 +4,11 @@
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
+//! - [`worklist`]: the transactional worklist skeleton and the SkelAff heuristic.
+//! - [`stamp`]: the STAMP applications on the skeleton.
 #![doc = ""]
 
 pub use skelaff_numa_alloc as numa;
+pub use skelaff_stamp as stamp;
 pub use skelaff_stm as stm;
+pub use skelaff_worklist as worklist;
