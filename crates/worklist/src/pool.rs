@@ -188,11 +188,11 @@ impl Signal {
         self.pending.fetch_add(n, Ordering::SeqCst);
     }
 
-    /// One unit is finished (its children already published). Returns
-    /// whether that was the last one.
+    /// `n` units are finished (their children already published). Returns
+    /// whether they were the last ones.
     #[inline]
-    pub(crate) fn finish(&self) -> bool {
-        let last = self.pending.fetch_sub(1, Ordering::SeqCst) == 1;
+    pub(crate) fn finish_many(&self, n: usize) -> bool {
+        let last = self.pending.fetch_sub(n, Ordering::SeqCst) == n;
         if last {
             self.wake();
         }
@@ -291,7 +291,7 @@ mod tests {
             })
         };
         // A wait that started after the epoch moved returns at once.
-        assert!(s.finish());
+        assert!(s.finish_many(1));
         assert!(t.join().unwrap());
         s.wait(seen);
         let s2 = Signal::new(3);

@@ -431,6 +431,7 @@ fn worker<S: Skeleton>(
     let mut idle = Duration::ZERO;
     let begin = Instant::now();
     let backoff = Backoff::new();
+    let mut finished = 0usize;
     loop {
         if state.signal.stopped() {
             break;
@@ -463,7 +464,16 @@ fn worker<S: Skeleton>(
                     );
                 }
             }
-            state.signal.finish();
+            // Finished units are counted here and subtracted from the
+            // shared count only when this worker runs dry: holding them back
+            // keeps `pending` high, never low, so the run cannot end early,
+            // and the busy path touches no shared counter.
+            finished += 1;
+            continue;
+        }
+        if finished > 0 {
+            state.signal.finish_many(finished);
+            finished = 0;
             continue;
         }
         if state.signal.done() {
