@@ -65,8 +65,7 @@ fn main() -> ExitCode {
             times[3].push(overhead::skelaff(args.units, t, Distribution::Shared));
         }
         let names = ["crossbeam-deque loop", "rayon par_iter", "skelaff (per-node)", "skelaff (shared queue)"];
-        let ns: Vec<f64> =
-            times.into_iter().map(|v| median(v).as_secs_f64() * 1e9 / args.units as f64).collect();
+        let ns: Vec<f64> = times.into_iter().map(|v| median(v).as_secs_f64() * 1e9 / args.units as f64).collect();
         for (name, n) in names.iter().zip(&ns) {
             println!("{t:>7} {name:>22} {n:>12.1} {:>10.2}x", n / ns[0]);
         }

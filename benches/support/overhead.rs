@@ -31,7 +31,8 @@ impl Skeleton for Empty {
 /// of seeding and running.
 pub(crate) fn skelaff(units: u64, threads: usize, distribution: Distribution) -> Duration {
     let start = Instant::now();
-    let mut wl = Worklist::builder().threads(threads).distribution(distribution).build(&Empty, &()).expect("threads > 0");
+    let mut wl =
+        Worklist::builder().threads(threads).distribution(distribution).build(&Empty, &()).expect("threads > 0");
     wl.add_work_units(0..units);
     let report = wl.run().expect("the empty skeleton cannot fail");
     assert_eq!(report.units, units);

@@ -436,17 +436,20 @@ fn worker<S: Skeleton>(
         if state.signal.stopped() {
             break;
         }
-        if !switched && state.generating.load(Ordering::Relaxed) {
-            let p = bind_policy(&info);
-            placement::set_worker_policy(p)?;
-            state.decide(Some(info.index), format!("SkelAff: page policy {p}"));
-            switched = true;
-        }
         // Note the epoch before looking: a unit published after this
         // moves it, so the wait below cannot miss it.
         let epoch = state.signal.epoch();
         if let Some(unit) = state.pool.take(&local) {
             backoff.reset();
+            // Checked after taking the unit: the flag is raised before any
+            // generated unit is published, so a generated unit is always
+            // processed under bind.
+            if !switched && state.generating.load(Ordering::Acquire) {
+                let p = bind_policy(&info);
+                placement::set_worker_policy(p)?;
+                state.decide(Some(info.index), format!("SkelAff: page policy {p}"));
+                switched = true;
+            }
             atomically_with(&state.stm, |tx| {
                 ctx.clear();
                 state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
@@ -454,15 +457,15 @@ fn worker<S: Skeleton>(
             units += 1;
             let n = ctx.units.len();
             if n > 0 {
-                state.signal.add(n);
-                state.pool.push(&local, ctx.units.drain(..));
-                state.signal.wake();
-                if state.policy == PagePolicy::Auto && !state.generating.swap(true, Ordering::Relaxed) {
+                if state.policy == PagePolicy::Auto && !state.generating.swap(true, Ordering::Release) {
                     state.decide(
                         Some(info.index),
                         "SkelAff: workers generate new units: switching every worker to bind (its own node)".to_owned(),
                     );
                 }
+                state.signal.add(n);
+                state.pool.push(&local, ctx.units.drain(..));
+                state.signal.wake();
             }
             // Finished units are counted here and subtracted from the
             // shared count only when this worker runs dry: holding them back

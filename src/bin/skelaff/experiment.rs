@@ -135,12 +135,16 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
     let mut plots = Vec::new();
     for app in &apps {
         let path = args.out.join(format!("speedup-{}.svg", app.name));
-        plot(&path, app.name, &threads, &args.policies, &means).map_err(|e| format!("plotting {}: {e}", path.display()))?;
+        plot(&path, app.name, &threads, &args.policies, &means)
+            .map_err(|e| format!("plotting {}: {e}", path.display()))?;
         plots.push(path.display().to_string());
     }
     println!("wrote {}, {} and {} plot(s) in {}", "results.csv", "results.md", plots.len(), args.out.display());
-    let failed: Vec<String> =
-        rows.iter().filter(|r| !r.passed).map(|r| format!("{} {} x{} run {}", r.app, r.policy, r.threads, r.run)).collect();
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| format!("{} {} x{} run {}", r.app, r.policy, r.threads, r.run))
+        .collect();
     if args.json {
         let summary: Vec<_> = means
             .iter()
@@ -163,7 +167,8 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
 
 fn default_threads() -> Vec<usize> {
     let cpus = skelaff::numa::Topology::get().map_or(1, |t| t.allowed_cpus().len()).max(1);
-    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |t| t.checked_mul(2)).take_while(|&t| t < cpus).collect();
+    let mut v: Vec<usize> =
+        std::iter::successors(Some(1usize), |t| t.checked_mul(2)).take_while(|&t| t < cpus).collect();
     v.push(cpus);
     v.dedup();
     v
