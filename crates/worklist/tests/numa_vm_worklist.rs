@@ -15,7 +15,11 @@ use skelaff_worklist::{Ctx, PagePolicy, Skeleton, WorkerInfo, Worklist};
 /// Bytes each generated unit allocates, as a fresh mapping whose pages the
 /// worker's policy places when the worker touches them. (glibc's malloc
 /// would hand back memory an earlier run already placed, which is why
-/// programs use `NumaAlloc`.)
+/// programs use `NumaAlloc`.) The kernel is asked where the pages went right
+/// after they are written: memory placed by a thread's policy alone carries
+/// no policy of its own, so khugepaged or NUMA balancing may later move it
+/// (merged neighbouring mappings collapse onto one node); that is outside
+/// what the page policy decides.
 const BYTES: usize = 256 << 10;
 
 /// Seeds (depth 0) each generate 4 units (depth 1); depth-1 units allocate
@@ -31,7 +35,7 @@ struct Found {
 impl Skeleton for Allocating {
     type Unit = u32;
     type Shared = Found;
-    type Local = (Option<usize>, Vec<NumaRegion>);
+    type Local = (Option<usize>, Vec<Placement>);
 
     fn init_worker(&self, _: &Found, w: &WorkerInfo) -> Self::Local {
         (w.node, Vec::new())
@@ -52,7 +56,7 @@ impl Skeleton for Allocating {
         } else {
             let mut r = NumaRegion::new(BYTES, RegionOptions::new(Policy::FirstTouch)).expect("mapping a buffer");
             r.as_mut_slice().fill(depth as u8);
-            local.1.push(r);
+            local.1.push(r.placement().expect("move_pages"));
         }
         Ok(())
     }
@@ -61,9 +65,7 @@ impl Skeleton for Allocating {
         let node = node.expect("workers are pinned");
         let ran_on = pin::current_node().unwrap_or(usize::MAX);
         let mut out = found.buffers.lock();
-        for b in &bufs {
-            out.push((node, ran_on, b.placement().expect("move_pages")));
-        }
+        out.extend(bufs.into_iter().map(|p| (node, ran_on, p)));
     }
 }
 
