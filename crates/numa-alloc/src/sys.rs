@@ -337,6 +337,31 @@ pub fn getcpu() -> SysResult<(usize, usize)> {
     if r == 0 { Ok((cpu as usize, node as usize)) } else { Err(SysError::last("getcpu")) }
 }
 
+/// A thread-specific data key (`pthread_key_t`) whose destructor runs when a
+/// thread that stored a non-null value exits. The global allocator uses one
+/// to hand a thread's cache back: unlike `std::thread_local!` destructors,
+/// registering it never allocates (glibc keeps the first 32 keys' values in
+/// the thread descriptor).
+pub type ThreadKey = libc::pthread_key_t;
+
+/// `pthread_key_create` with a destructor.
+pub fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysResult<ThreadKey> {
+    let mut key: ThreadKey = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor has the C ABI
+    // signature pthread expects.
+    let r = unsafe { libc::pthread_key_create(&mut key, Some(destructor)) };
+    if r == 0 { Ok(key) } else { Err(SysError::new("pthread_key_create", r)) }
+}
+
+/// `pthread_setspecific`: a non-null `value` arms the key's destructor for
+/// the calling thread; null disarms it.
+pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
+    // SAFETY: `key` came from `thread_key_create`; the value is an opaque
+    // word that pthread only hands back to the destructor.
+    let r = unsafe { libc::pthread_setspecific(key, value) };
+    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_setspecific", r)) }
+}
+
 fn mask_args(nodes: &[u64]) -> (*const u64, c_ulong) {
     // Trim trailing zero words: a shorter mask keeps `maxnode` under the
     // kernel's MAX_NUMNODES on kernels built with fewer nodes.

@@ -1,0 +1,167 @@
+//! Large blocks: one mapping each, bound under the calling thread's policy.
+//!
+//! ```text
+//! base                 data = base + page (aligned as asked)
+//! +--------------------+----------------------------------------+
+//! | header (one page)  | the block, rounded up to whole pages   |
+//! +--------------------+----------------------------------------+
+//! ```
+//!
+//! The header records the mapping's length and placement, so `dealloc` and
+//! the statistics need nothing else. The block's pages are never touched by
+//! the allocator: fresh anonymous memory is zero, so `alloc_zeroed` costs
+//! nothing extra, and first touch (or the policy) decides where pages go.
+//! A cyclic block deals its blocks from `data`; its header page goes with
+//! block 0. `realloc` moves the mapping with `mremap` (which keeps the
+//! policy of the pages) where the mapping is one kernel mapping, and copies
+//! otherwise.
+
+use core::ptr::{self, NonNull};
+use core::sync::atomic::Ordering;
+
+use super::key::{self, Binding, Key, Kind};
+use super::stats::{self, Account};
+use crate::sys;
+
+const MAGIC: usize = 0x5e1a_ff00_1a26_e001;
+
+#[repr(C)]
+struct Header {
+    magic: usize,
+    /// The whole mapping, header page included.
+    map_len: usize,
+    key: Key,
+    binding: Binding,
+    /// Mapping pieces its cyclic binding holds.
+    pieces: u32,
+}
+
+/// Allocates a large block of `size` bytes aligned to `align`; null when the
+/// kernel has no memory or the size overflows. Its bytes are zero.
+pub(crate) fn alloc(size: usize, align: usize) -> *mut u8 {
+    let page = super::page_size();
+    let Some(data_len) = size.max(1).checked_next_multiple_of(page) else { return oom() };
+    let Some(total) = data_len.checked_add(page) else { return oom() };
+    let Some(base) = map(total, align, page) else { return oom() };
+    let (_, key) = super::heap::current_placement();
+    // SAFETY: the mapping is fresh and `total >= 2 * page` long.
+    let data = unsafe { base.as_ptr().add(page) };
+    let (binding, pieces) = if key.kind == Kind::Cyclic {
+        let (b, p) = key.bind(data, data_len, 0);
+        if b == Binding::AsPolicy {
+            if let Some(one) = key.cyclic_node(0, 0).and_then(key::single) {
+                let _ = sys::mbind(base.as_ptr(), page, sys::MPOL_BIND, one.as_words(), 0);
+            }
+        }
+        (b, p)
+    } else {
+        key.bind(base.as_ptr(), total, 0)
+    };
+    let h = base.as_ptr().cast::<Header>();
+    // SAFETY: the header page is ours and writable.
+    unsafe { h.write(Header { magic: MAGIC, map_len: total, key, binding, pieces }) };
+    stats::account(Account::Large, &key, binding, 0, data_len, true);
+    stats::LARGE_LIVE.fetch_add(1, Ordering::Relaxed);
+    stats::LARGE_BYTES.fetch_add(total as u64, Ordering::Relaxed);
+    data
+}
+
+#[cold]
+fn oom() -> *mut u8 {
+    stats::OUT_OF_MEMORY.fetch_add(1, Ordering::Relaxed);
+    ptr::null_mut()
+}
+
+/// Maps `total` bytes such that `base + page` is aligned to `align`.
+fn map(total: usize, align: usize, page: usize) -> Option<NonNull<u8>> {
+    if align <= page {
+        return sys::mmap_anonymous(total, 0).ok();
+    }
+    let over = total.checked_add(align)?;
+    let p = sys::mmap_anonymous(over, 0).ok()?;
+    let start = p.as_ptr() as usize;
+    let data = (start + page + align - 1) & !(align - 1);
+    let base = data - page;
+    let head = base - start;
+    let tail = over - head - total;
+    // SAFETY: head and tail are the unused ends of the mapping just made.
+    unsafe {
+        if head > 0 {
+            let _ = sys::munmap(p, head);
+        }
+        if let Some(t) = NonNull::new((base + total) as *mut u8).filter(|_| tail > 0) {
+            let _ = sys::munmap(t, tail);
+        }
+    }
+    NonNull::new(base as *mut u8)
+}
+
+/// # Safety
+///
+/// `p` is a live large block.
+unsafe fn header(p: *mut u8) -> *mut Header {
+    // SAFETY: the header page precedes every large block.
+    unsafe { p.sub(super::page_size()).cast::<Header>() }
+}
+
+/// Frees a large block.
+///
+/// # Safety
+///
+/// `p` is a live large block; nothing uses it afterwards.
+pub(crate) unsafe fn free(p: *mut u8) {
+    // SAFETY: per the contract.
+    unsafe {
+        let h = header(p);
+        debug_assert_eq!((*h).magic, MAGIC);
+        let page = super::page_size();
+        let len = (*h).map_len;
+        stats::account(Account::Large, &(*h).key, (*h).binding, 0, len - page, false);
+        stats::LARGE_LIVE.fetch_sub(1, Ordering::Relaxed);
+        stats::LARGE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+        key::release_pieces((*h).pieces);
+        if let Some(base) = NonNull::new(h.cast::<u8>()) {
+            let _ = sys::munmap(base, len);
+        }
+    }
+}
+
+/// Resizes a large block (alignment at most a page) with `mremap`. `None`
+/// when that is not possible here (a cyclic block of several kernel
+/// mappings, or the kernel refuses): the caller copies instead.
+///
+/// # Safety
+///
+/// `p` is a live large block; on `Some` the old pointer is dead.
+pub(crate) unsafe fn realloc(p: *mut u8, new_size: usize) -> Option<*mut u8> {
+    let page = super::page_size();
+    let new_data = new_size.max(1).checked_next_multiple_of(page)?;
+    let new_total = new_data.checked_add(page)?;
+    // SAFETY: per the contract.
+    unsafe {
+        let h = header(p);
+        let old_total = (*h).map_len;
+        if new_total == old_total {
+            return Some(p);
+        }
+        let (key, binding) = ((*h).key, (*h).binding);
+        if key.kind == Kind::Cyclic
+            && binding == Binding::AsPolicy
+            && (old_total - page > key.block || new_data > key.block)
+        {
+            return None;
+        }
+        let base = NonNull::new(h.cast::<u8>())?;
+        let nb = sys::mremap(base, old_total, new_total).ok()?;
+        let nh = nb.as_ptr().cast::<Header>();
+        let data = nb.as_ptr().add(page);
+        (*nh).map_len = new_total;
+        stats::account(Account::Large, &key, binding, 0, old_total - page, false);
+        stats::account(Account::Large, &key, binding, 0, new_data, true);
+        stats::LARGE_BYTES.fetch_add(new_total as u64, Ordering::Relaxed);
+        stats::LARGE_BYTES.fetch_sub(old_total as u64, Ordering::Relaxed);
+        Some(data)
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<Header>() <= 4096);
