@@ -50,6 +50,9 @@ pub const MPOL_MF_MOVE: c_uint = 1 << 1;
 /// `mbind`/`move_pages` flag: migrate all pages (needs `CAP_SYS_NICE`).
 pub const MPOL_MF_MOVE_ALL: c_uint = 1 << 2;
 
+/// `madvise` advice: no transparent huge pages for the range (an
+/// interleaved range must be dealt page by page, not 2 MiB at a time).
+pub const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
 /// `madvise` advice: populate (prefault) pages writable (Linux 5.14).
 pub const MADV_POPULATE_WRITE: c_int = 23;
 
@@ -360,6 +363,15 @@ pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
     // word that pthread only hands back to the destructor.
     let r = unsafe { libc::pthread_setspecific(key, value) };
     if r == 0 { Ok(()) } else { Err(SysError::new("pthread_setspecific", r)) }
+}
+
+/// `sched_getcpu`: the CPU the calling thread runs on, cheaply (glibc reads
+/// it from the thread's rseq area or the vDSO, without a system call).
+/// `None` if it fails.
+pub fn sched_getcpu() -> Option<usize> {
+    // SAFETY: no arguments, no preconditions.
+    let r = unsafe { libc::sched_getcpu() };
+    usize::try_from(r).ok()
 }
 
 fn mask_args(nodes: &[u64]) -> (*const u64, c_ulong) {

@@ -57,12 +57,7 @@ unsafe impl Sync for Arena {}
 impl Arena {
     const EMPTY: Arena = Arena {
         ready: AtomicBool::new(false),
-        key: UnsafeCell::new(Key {
-            kind: Kind::FirstTouch,
-            nodes: NodeSet::new(),
-            block: 0,
-            node: 0,
-        }),
+        key: UnsafeCell::new(Key { kind: Kind::FirstTouch, nodes: NodeSet::new(), block: 0, node: 0 }),
         inner: SpinLock::new(Inner {
             partial: [ptr::null_mut(); NCLASS],
             chunks: ptr::null_mut(),

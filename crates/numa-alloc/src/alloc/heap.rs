@@ -24,7 +24,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 use super::arena::{self, Arena};
 use super::chunk::{Block, OWNED, Span, span_of};
@@ -71,8 +71,6 @@ pub(crate) struct Heap {
     has_policy: bool,
     /// The default-policy epoch `key` was resolved against.
     default_epoch: u64,
-    /// Spans taken; the thread's node is re-read every 16th.
-    acquired: u32,
     state: u8,
 }
 
@@ -86,7 +84,6 @@ impl Heap {
         policy: Policy::FirstTouch,
         has_policy: false,
         default_epoch: 0,
-        acquired: 0,
         state: FRESH,
     };
 }
@@ -348,6 +345,11 @@ fn refresh(h: &mut Heap) {
     }
     if h.arena.is_null() {
         resolve(h);
+    } else if h.key.follows_thread_node() && thread_node() != h.key.node {
+        // The thread moved to another node: first-touch and local blocks
+        // come from that node's arena from now on.
+        release_all(h);
+        resolve(h);
     }
 }
 
@@ -358,23 +360,32 @@ fn resolve(h: &mut Heap) {
     h.arena = arena::arena_for(&h.key);
 }
 
-/// The arena a new span comes from; re-reads the thread's node now and then
-/// for first-touch and local keys.
+/// The arena a new span comes from.
 fn arena_for_new_span(h: &mut Heap) -> &'static Arena {
-    h.acquired = h.acquired.wrapping_add(1);
-    if h.key.follows_thread_node() && h.acquired % 16 == 0 {
-        let node = thread_node();
-        if node != h.key.node {
-            h.key.node = node;
-            h.arena = arena::arena_for(&h.key);
-        }
-    }
     // SAFETY: `refresh` resolved the arena; arenas are static.
     unsafe { &*h.arena }
 }
 
+/// Node of each CPU, learnt from `getcpu` as threads run there (0 = not
+/// known yet, else node + 1).
+static CPU_NODE: [AtomicU16; crate::sets::MAX_CPUS] = [const { AtomicU16::new(0) }; crate::sets::MAX_CPUS];
+
+/// The node the calling thread runs on: `sched_getcpu` (no system call) and
+/// the CPU's node, asking the kernel the first time a CPU is seen.
 fn thread_node() -> usize {
-    sys::getcpu().map_or(0, |(_, node)| node).min(crate::MAX_NODES - 1)
+    let cpu = sys::sched_getcpu();
+    if let Some(known) = cpu.and_then(|c| CPU_NODE.get(c)) {
+        let v = known.load(Ordering::Relaxed);
+        if v != 0 {
+            return v as usize - 1;
+        }
+    }
+    let Ok((cpu, node)) = sys::getcpu() else { return 0 };
+    let node = node.min(crate::MAX_NODES - 1);
+    if let Some(slot) = CPU_NODE.get(cpu) {
+        slot.store(node as u16 + 1, Ordering::Relaxed);
+    }
+    node
 }
 
 /// The calling thread's arena and key, resolved (for medium and large blocks).

@@ -57,9 +57,7 @@ impl Key {
             Policy::Local => k(Kind::Local, NodeSet::new(), 0, node),
             Policy::Preferred(n) => k(Kind::Preferred, NodeSet::new(), 0, n),
             Policy::Bind(nodes) => k(Kind::Bind, nodes, 0, 0),
-            Policy::Interleave(nodes) | Policy::Cyclic { nodes, .. } if nodes.len() == 1 => {
-                k(Kind::Bind, nodes, 0, 0)
-            }
+            Policy::Interleave(nodes) | Policy::Cyclic { nodes, .. } if nodes.len() == 1 => k(Kind::Bind, nodes, 0, 0),
             Policy::Interleave(nodes) => k(Kind::Interleave, nodes, 0, 0),
             Policy::Cyclic { nodes, block } => k(Kind::Cyclic, nodes, block.max(1), 0),
         }
@@ -112,7 +110,10 @@ impl Key {
                 Some(one) => call(sys::MPOL_PREFERRED, &one),
                 None => false,
             },
-            Kind::Interleave => call(sys::MPOL_INTERLEAVE, &self.nodes),
+            Kind::Interleave => {
+                no_huge_pages(addr, len);
+                call(sys::MPOL_INTERLEAVE, &self.nodes)
+            }
             Kind::Cyclic => return self.bind_cyclic(addr, len, rotation),
         };
         if ok { (Binding::AsPolicy, 0) } else { (unbound(), 0) }
@@ -121,6 +122,7 @@ impl Key {
     fn bind_cyclic(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
         let pieces = len.div_ceil(self.block);
         if !reserve_pieces(pieces) {
+            no_huge_pages(addr, len);
             let ok = sys::mbind(addr, len, sys::MPOL_INTERLEAVE, self.nodes.as_words(), 0).is_ok();
             if ok {
                 stats::CYCLIC_INTERLEAVED.fetch_add(1, Ordering::Relaxed);
@@ -152,6 +154,13 @@ impl Key {
         }
         true
     }
+}
+
+/// Keeps transparent huge pages out of an interleaved range: with them the
+/// kernel would interleave 2 MiB at a time.
+fn no_huge_pages(addr: *mut u8, len: usize) {
+    // SAFETY: the range is a fresh mapping of ours; the advice discards nothing.
+    let _ = unsafe { sys::madvise(addr, len, sys::MADV_NOHUGEPAGE) };
 }
 
 /// The set of one node, without the allocating error of `NodeSet::try_single`.

@@ -50,14 +50,7 @@ pub(crate) enum Account {
 /// kernel's dealing, up to where it starts), cyclic block by block. Bytes whose
 /// node the kernel chooses (bind to several nodes) count as unplaced; an
 /// unbound mapping counts as unbound.
-pub(crate) fn account(
-    what: Account,
-    key: &Key,
-    binding: Binding,
-    rotation: u64,
-    len: usize,
-    add: bool,
-) {
+pub(crate) fn account(what: Account, key: &Key, binding: Binding, rotation: u64, len: usize, add: bool) {
     let upd = |c: &AtomicUsize, v: usize| {
         if add {
             c.fetch_add(v, Ordering::Relaxed);
