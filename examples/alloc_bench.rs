@@ -37,6 +37,9 @@ struct Args {
     /// Multiplies the operation counts (1.0: about 10 s per run in all).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
+    /// Only the patterns whose name contains this text (e.g. `mixed`).
+    #[arg(long)]
+    pattern: Option<String>,
 }
 
 struct Pattern {
@@ -68,7 +71,7 @@ fn main() -> ExitCode {
         "pattern", "thr", "numa", "system", "mimalloc", "jemalloc", "/system", "/mimalloc"
     );
     let mut rows = Vec::new();
-    for p in &patterns {
+    for p in patterns.iter().filter(|p| args.pattern.as_ref().is_none_or(|f| p.name.contains(f.as_str()))) {
         // Warm every allocator (first chunks, thread caches) once.
         for name in NAMES {
             (p.run)(alloc(name), p.threads, (p.ops / 20).max(1));

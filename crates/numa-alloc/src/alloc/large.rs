@@ -15,11 +15,22 @@
 //! block 0. `realloc` moves the mapping with `mremap` (which keeps the
 //! policy of the pages) where the mapping is one kernel mapping, and copies
 //! otherwise.
+//!
+//! Freed mappings of up to [`CACHE_ENTRY_MAX`] bytes are kept in a small
+//! cache (at most [`CACHE_MAX`] bytes in all, oldest evicted first) and
+//! handed out again to a request of the same arena (so the same placement)
+//! that fits them with at most a quarter to spare: a program that allocates
+//! and frees buffers of a few hundred KiB over and over pays neither
+//! `mmap`/`munmap` (nor, with several threads, the TLB shootdowns of
+//! `munmap`) nor page faults each time. Reused memory is not zero, so
+//! `alloc_zeroed` clears it.
 
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering;
 
+use super::arena::Arena;
 use super::key::{self, Binding, Key, Kind};
+use super::lock::SpinLock;
 use super::stats::{self, Account};
 use crate::sys;
 
@@ -30,20 +41,99 @@ struct Header {
     magic: usize,
     /// The whole mapping, header page included.
     map_len: usize,
+    /// The arena of the key (identifies the placement for the cache).
+    arena: *const Arena,
     key: Key,
     binding: Binding,
     /// Mapping pieces its cyclic binding holds.
     pieces: u32,
 }
 
+/// The largest mapping the cache keeps.
+pub(crate) const CACHE_ENTRY_MAX: usize = 4 << 20;
+/// The most the cache holds.
+pub(crate) const CACHE_MAX: usize = 32 << 20;
+const CACHE_SLOTS: usize = 32;
+
+/// Freed mappings kept for reuse: `(header, map_len)`, oldest first.
+struct Cache {
+    entries: [(usize, usize); CACHE_SLOTS],
+    n: usize,
+    bytes: usize,
+}
+
+static CACHE: SpinLock<Cache> = SpinLock::new(Cache { entries: [(0, 0); CACHE_SLOTS], n: 0, bytes: 0 });
+
+/// Takes a cached mapping of `arena` whose data area holds `total - page`
+/// bytes, wastes at most a quarter, and aligns its data to `align`.
+fn cache_take(arena: *const Arena, total: usize, align: usize, page: usize) -> Option<*mut Header> {
+    let mut c = CACHE.lock();
+    let n = c.n;
+    let i = c.entries[..n].iter().rposition(|&(h, len)| {
+        // SAFETY: cached entries are live mappings of ours with a header.
+        let same = unsafe { (*(h as *const Header)).arena } == arena;
+        same && len >= total && len - total <= total / 4 && (h + page) % align == 0
+    })?;
+    let (h, len) = c.entries[i];
+    c.entries.copy_within(i + 1..n, i);
+    c.n -= 1;
+    c.bytes -= len;
+    Some(h as *mut Header)
+}
+
+/// Offers a freed mapping to the cache; returns mappings to unmap (the
+/// offered one if it does not fit, or evicted old ones), at most
+/// `CACHE_SLOTS + 1`, in `out`; the count is returned.
+fn cache_put(h: *mut Header, len: usize, out: &mut [(usize, usize); CACHE_SLOTS + 1]) -> usize {
+    if len > CACHE_ENTRY_MAX {
+        out[0] = (h as usize, len);
+        return 1;
+    }
+    let mut c = CACHE.lock();
+    let mut k = 0;
+    while c.n > 0 && (c.n == CACHE_SLOTS || c.bytes + len > CACHE_MAX) {
+        let old = c.entries[0];
+        let n = c.n;
+        c.entries.copy_within(1..n, 0);
+        c.n -= 1;
+        c.bytes -= old.1;
+        out[k] = old;
+        k += 1;
+    }
+    let n = c.n;
+    c.entries[n] = (h as usize, len);
+    c.n += 1;
+    c.bytes += len;
+    k
+}
+
+/// Bytes the cache holds now.
+pub(crate) fn cached_bytes() -> usize {
+    CACHE.lock().bytes
+}
+
 /// Allocates a large block of `size` bytes aligned to `align`; null when the
 /// kernel has no memory or the size overflows. Its bytes are zero.
-pub(crate) fn alloc(size: usize, align: usize) -> *mut u8 {
+pub(crate) fn alloc(size: usize, align: usize, zero: bool) -> *mut u8 {
     let page = super::page_size();
     let Some(data_len) = size.max(1).checked_next_multiple_of(page) else { return oom() };
     let Some(total) = data_len.checked_add(page) else { return oom() };
+    let (arena, key) = super::heap::current_placement();
+    let arena: *const Arena = arena;
+    if let Some(h) = cache_take(arena, total, align, page) {
+        // SAFETY: a cached mapping is ours, with a valid header, at least
+        // `total` bytes long; its data area is reused as a fresh block.
+        unsafe {
+            let data = h.cast::<u8>().add(page);
+            let len = (*h).map_len;
+            live(&(*h).key, (*h).binding, len, page, true);
+            if zero {
+                ptr::write_bytes(data, 0, size);
+            }
+            return data;
+        }
+    }
     let Some(base) = map(total, align, page) else { return oom() };
-    let (_, key) = super::heap::current_placement();
     // SAFETY: the mapping is fresh and `total >= 2 * page` long.
     let data = unsafe { base.as_ptr().add(page) };
     let (binding, pieces) = if key.kind == Kind::Cyclic {
@@ -59,11 +149,21 @@ pub(crate) fn alloc(size: usize, align: usize) -> *mut u8 {
     };
     let h = base.as_ptr().cast::<Header>();
     // SAFETY: the header page is ours and writable.
-    unsafe { h.write(Header { magic: MAGIC, map_len: total, key, binding, pieces }) };
-    stats::account(Account::Large, &key, binding, 0, data_len, true);
-    stats::LARGE_LIVE.fetch_add(1, Ordering::Relaxed);
-    stats::LARGE_BYTES.fetch_add(total as u64, Ordering::Relaxed);
+    unsafe { h.write(Header { magic: MAGIC, map_len: total, arena, key, binding, pieces }) };
+    live(&key, binding, total, page, true);
     data
+}
+
+/// Counts a mapping of `len` bytes as live (`add`) or no longer live.
+fn live(key: &Key, binding: Binding, len: usize, page: usize, add: bool) {
+    stats::account(Account::Large, key, binding, 0, len - page, add);
+    if add {
+        stats::LARGE_LIVE.fetch_add(1, Ordering::Relaxed);
+        stats::LARGE_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    } else {
+        stats::LARGE_LIVE.fetch_sub(1, Ordering::Relaxed);
+        stats::LARGE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+    }
 }
 
 #[cold]
@@ -116,9 +216,23 @@ pub(crate) unsafe fn free(p: *mut u8) {
         debug_assert_eq!((*h).magic, MAGIC);
         let page = super::page_size();
         let len = (*h).map_len;
-        stats::account(Account::Large, &(*h).key, (*h).binding, 0, len - page, false);
-        stats::LARGE_LIVE.fetch_sub(1, Ordering::Relaxed);
-        stats::LARGE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+        live(&(*h).key, (*h).binding, len, page, false);
+        let mut out = [(0usize, 0usize); CACHE_SLOTS + 1];
+        let k = cache_put(h, len, &mut out);
+        for &(m, l) in &out[..k] {
+            unmap(m as *mut Header, l);
+        }
+    }
+}
+
+/// Unmaps a large mapping that is no longer live or cached.
+///
+/// # Safety
+///
+/// `h` heads a mapping of `len` bytes of ours that nothing uses.
+unsafe fn unmap(h: *mut Header, len: usize) {
+    // SAFETY: per the contract.
+    unsafe {
         key::release_pieces((*h).pieces);
         if let Some(base) = NonNull::new(h.cast::<u8>()) {
             let _ = sys::munmap(base, len);

@@ -122,7 +122,7 @@ unsafe impl GlobalAlloc for NumaAlloc {
         match class::route(layout.size(), layout.align()) {
             Route::Small(c) => heap::alloc_small(c),
             Route::Medium(units) => alloc_medium(units, layout.size(), false),
-            Route::Large => large::alloc(layout.size(), layout.align()),
+            Route::Large => large::alloc(layout.size(), layout.align(), false),
         }
     }
 
@@ -154,8 +154,8 @@ unsafe impl GlobalAlloc for NumaAlloc {
                 p
             }
             Route::Medium(units) => alloc_medium(units, layout.size(), true),
-            // Fresh from mmap: already zero.
-            Route::Large => large::alloc(layout.size(), layout.align()),
+            // Fresh from mmap (already zero) or from the cache (cleared).
+            Route::Large => large::alloc(layout.size(), layout.align(), true),
         }
     }
 

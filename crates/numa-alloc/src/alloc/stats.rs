@@ -164,6 +164,8 @@ pub struct AllocStats {
     pub large_blocks: u64,
     /// Bytes of large blocks live now (including their header page).
     pub large_bytes: u64,
+    /// Bytes of freed large blocks kept mapped for reuse.
+    pub large_cached_bytes: usize,
     /// Mappings (chunks or large blocks) the kernel refused to bind, left to
     /// its default policy instead.
     pub fallbacks: u64,
@@ -227,6 +229,7 @@ pub(crate) fn snapshot(arenas: Vec<ArenaStats>) -> AllocStats {
         chunks_unmapped: r(&CHUNKS_UNMAPPED),
         large_blocks: r(&LARGE_LIVE),
         large_bytes: r(&LARGE_BYTES),
+        large_cached_bytes: super::large::cached_bytes(),
         fallbacks: r(&FALLBACKS),
         cyclic_interleaved: r(&CYCLIC_INTERLEAVED),
         cyclic_pieces: super::key::pieces_held(),
