@@ -357,7 +357,9 @@ pub fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysRe
 }
 
 /// `pthread_setspecific`: a non-null `value` arms the key's destructor for
-/// the calling thread; null disarms it.
+/// the calling thread; null disarms it. pthread never dereferences the
+/// value; it only hands it to the destructor.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
     // SAFETY: `key` came from `thread_key_create`; the value is an opaque
     // word that pthread only hands back to the destructor.

@@ -55,6 +55,9 @@ pub(crate) struct Arena {
 unsafe impl Sync for Arena {}
 
 impl Arena {
+    /// An unused slot (a `const` so the static table can repeat it; each
+    /// use is a fresh value).
+    #[allow(clippy::declare_interior_mutable_const)]
     const EMPTY: Arena = Arena {
         ready: AtomicBool::new(false),
         key: UnsafeCell::new(Key { kind: Kind::FirstTouch, nodes: NodeSet::new(), block: 0, node: 0 }),

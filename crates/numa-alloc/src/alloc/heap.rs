@@ -416,7 +416,7 @@ fn arm_exit_hook() -> bool {
             EXIT_KEY.store(k, Ordering::Release);
         }
     }
-    let armed = k != usize::MAX && sys::thread_key_set((k - 1) as sys::ThreadKey, 1 as *const c_void).is_ok();
+    let armed = k != usize::MAX && sys::thread_key_set((k - 1) as sys::ThreadKey, ptr::dangling::<c_void>()).is_ok();
     if !armed {
         stats::NO_THREAD_EXIT_HOOK.fetch_add(1, Ordering::Relaxed);
     }

@@ -17,8 +17,11 @@ use skelaff::numa::alloc::NumaAlloc;
 /// The allocators compared, by name.
 pub const NAMES: [&str; 4] = ["numa", "system", "mimalloc", "jemalloc"];
 
+/// The allocator under test.
 pub static NUMA: NumaAlloc = NumaAlloc::new();
+/// Peer: mimalloc.
 pub static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+/// Peer: jemalloc.
 pub static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The allocator called `name` (one of [`NAMES`]).
@@ -36,9 +39,13 @@ pub fn by_name(name: &str) -> Option<&'static dyn DynAlloc> {
 /// Every workload takes the allocator generically and is instantiated for
 /// each concrete type below; the `dyn` is only for dispatching the whole run.
 pub trait DynAlloc {
+    /// [`same_thread`] on `threads` threads; wall time.
     fn same_thread(&'static self, threads: usize, ops: usize) -> Duration;
+    /// [`producer_consumer`]; wall time.
     fn producer_consumer(&'static self, ops: usize) -> Duration;
+    /// [`mixed`] on `threads` threads; wall time.
     fn mixed(&'static self, threads: usize, ops: usize) -> Duration;
+    /// [`large_prefault`]; wall time.
     fn large_prefault(&'static self, bytes: usize, reps: usize) -> Duration;
 }
 
@@ -58,15 +65,17 @@ impl<A: GlobalAlloc + Sync + 'static> DynAlloc for A {
 }
 
 /// A small xorshift generator: the same sequence for every allocator.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator from a seed.
     pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
     }
+    /// The next 64 random bits.
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -74,9 +83,10 @@ impl Rng {
         self.0 = x;
         x
     }
+    /// A number below `n`.
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 }
 
