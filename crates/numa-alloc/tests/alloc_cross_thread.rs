@@ -92,11 +92,11 @@ fn blocks_freed_by_other_threads_all_come_back() {
     let s = alloc::stats();
     assert!(s.remote_frees > 0, "consumers freed onto the producer's spans: {s:?}");
     assert!(s.deferred_frees > 0, "and onto spans no thread owned: {s:?}");
-    // Everything is free: each arena keeps at most two empty chunks.
+    // Everything is free: each arena keeps at most eight empty chunks.
     for a in &s.arenas {
-        assert!(a.chunks == a.empty_chunks && a.chunks <= 2, "{a:?}");
+        assert!(a.chunks == a.empty_chunks && a.chunks <= 8, "{a:?}");
     }
     // Churn does not grow memory: later rounds map no more than the first.
-    assert!(chunks_after_round.iter().all(|&c| c <= chunks_after_round[0].max(2 * s.arenas.len())));
+    assert!(chunks_after_round.iter().all(|&c| c <= chunks_after_round[0].max(8 * s.arenas.len())));
     assert_eq!(s.fallbacks, 0);
 }

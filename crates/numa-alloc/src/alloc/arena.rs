@@ -21,8 +21,8 @@ use crate::sets::NodeSet;
 
 /// The most distinct placements one process can have arenas for.
 pub(crate) const MAX_ARENAS: usize = 128;
-/// Empty chunks an arena keeps mapped for reuse; more are unmapped.
-const KEEP_EMPTY: usize = 2;
+/// Empty chunks an arena keeps mapped for reuse (16 MiB); more are unmapped.
+pub(crate) const KEEP_EMPTY: usize = 8;
 
 /// The lock-protected part of an arena.
 struct Inner {
