@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod alloc;
 pub mod array;
 pub mod error;
 pub mod pin;

@@ -50,6 +50,9 @@ pub const MPOL_MF_MOVE: c_uint = 1 << 1;
 /// `mbind`/`move_pages` flag: migrate all pages (needs `CAP_SYS_NICE`).
 pub const MPOL_MF_MOVE_ALL: c_uint = 1 << 2;
 
+/// `madvise` advice: no transparent huge pages for the range (an
+/// interleaved range must be dealt page by page, not 2 MiB at a time).
+pub const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
 /// `madvise` advice: populate (prefault) pages writable (Linux 5.14).
 pub const MADV_POPULATE_WRITE: c_int = 23;
 
@@ -335,6 +338,42 @@ pub fn getcpu() -> SysResult<(usize, usize)> {
         libc::syscall(libc::SYS_getcpu, &mut cpu as *mut c_uint, &mut node as *mut c_uint, ptr::null_mut::<c_void>())
     };
     if r == 0 { Ok((cpu as usize, node as usize)) } else { Err(SysError::last("getcpu")) }
+}
+
+/// A thread-specific data key (`pthread_key_t`) whose destructor runs when a
+/// thread that stored a non-null value exits. The global allocator uses one
+/// to hand a thread's cache back: unlike `std::thread_local!` destructors,
+/// registering it never allocates (glibc keeps the first 32 keys' values in
+/// the thread descriptor).
+pub type ThreadKey = libc::pthread_key_t;
+
+/// `pthread_key_create` with a destructor.
+pub fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysResult<ThreadKey> {
+    let mut key: ThreadKey = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor has the C ABI
+    // signature pthread expects.
+    let r = unsafe { libc::pthread_key_create(&mut key, Some(destructor)) };
+    if r == 0 { Ok(key) } else { Err(SysError::new("pthread_key_create", r)) }
+}
+
+/// `pthread_setspecific`: a non-null `value` arms the key's destructor for
+/// the calling thread; null disarms it. pthread never dereferences the
+/// value; it only hands it to the destructor.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
+    // SAFETY: `key` came from `thread_key_create`; the value is an opaque
+    // word that pthread only hands back to the destructor.
+    let r = unsafe { libc::pthread_setspecific(key, value) };
+    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_setspecific", r)) }
+}
+
+/// `sched_getcpu`: the CPU the calling thread runs on, cheaply (glibc reads
+/// it from the thread's rseq area or the vDSO, without a system call).
+/// `None` if it fails.
+pub fn sched_getcpu() -> Option<usize> {
+    // SAFETY: no arguments, no preconditions.
+    let r = unsafe { libc::sched_getcpu() };
+    usize::try_from(r).ok()
 }
 
 fn mask_args(nodes: &[u64]) -> (*const u64, c_ulong) {

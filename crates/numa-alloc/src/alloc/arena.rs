@@ -1,0 +1,587 @@
+//! Arenas: the chunks that share one placement key, the spans of those
+//! chunks that no thread owns, and the operations that need the arena lock
+//! (taking and giving back spans, frees into unowned spans, medium blocks).
+//!
+//! Arenas live in a fixed static table, never freed: registering one writes
+//! its key into a free slot under a global lock. A full table (more than
+//! [`MAX_ARENAS`] distinct placements in one process) sends further keys to
+//! arena 0 and counts a fallback.
+
+use core::cell::UnsafeCell;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::chunk::{self, ALL_UNITS_FREE, Block, Chunk, MEDIUM, OWNED, Span, UNIT_SHIFT, UNIT_SIZE, UNITS};
+use super::class::{CLASS_CAPACITY, CLASS_SIZE, CLASS_UNITS, NCLASS};
+use super::key::{Binding, Key, Kind};
+use super::lock::{SpinGuard, SpinLock};
+use super::stats::{self, Account, ArenaStats};
+use crate::sets::NodeSet;
+
+/// The most distinct placements one process can have arenas for.
+pub(crate) const MAX_ARENAS: usize = 128;
+/// Empty chunks an arena keeps mapped for reuse (16 MiB); more are unmapped.
+pub(crate) const KEEP_EMPTY: usize = 8;
+
+/// The lock-protected part of an arena.
+struct Inner {
+    /// Per class, unowned spans with free blocks (or uncarved room).
+    partial: [*mut Span; NCLASS],
+    /// All chunks of the arena, those with free units first.
+    chunks: *mut Chunk,
+    n_chunks: usize,
+    empty: usize,
+    unbound: usize,
+    next_seq: u64,
+    medium_units: usize,
+}
+
+// SAFETY: the raw pointers point into chunks that the arena owns; they are
+// only followed under the arena lock.
+unsafe impl Send for Inner {}
+
+/// One arena; see the module docs.
+pub(crate) struct Arena {
+    ready: AtomicBool,
+    /// Written once, before `ready` is set; read-only after.
+    key: UnsafeCell<Key>,
+    inner: SpinLock<Inner>,
+}
+
+// SAFETY: `key` is written once before `ready` is published with Release
+// and only read after `ready` is seen with Acquire; everything else is
+// behind the lock.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// An unused slot (a `const` so the static table can repeat it; each
+    /// use is a fresh value).
+    #[allow(clippy::declare_interior_mutable_const)]
+    const EMPTY: Arena = Arena {
+        ready: AtomicBool::new(false),
+        key: UnsafeCell::new(Key { kind: Kind::FirstTouch, nodes: NodeSet::new(), block: 0, node: 0 }),
+        inner: SpinLock::new(Inner {
+            partial: [ptr::null_mut(); NCLASS],
+            chunks: ptr::null_mut(),
+            n_chunks: 0,
+            empty: 0,
+            unbound: 0,
+            next_seq: 0,
+            medium_units: 0,
+        }),
+    };
+
+    /// The arena's key.
+    pub(crate) fn key(&self) -> &Key {
+        // SAFETY: only ready arenas are handed out, and their key is immutable.
+        unsafe { &*self.key.get() }
+    }
+}
+
+static ARENAS: [Arena; MAX_ARENAS] = [const { Arena::EMPTY }; MAX_ARENAS];
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+static REGISTER: SpinLock<()> = SpinLock::new(());
+
+fn ready_arenas() -> impl Iterator<Item = &'static Arena> {
+    let n = COUNT.load(Ordering::Acquire).min(MAX_ARENAS);
+    ARENAS[..n].iter().filter(|a| a.ready.load(Ordering::Acquire))
+}
+
+/// The arena for `key`, registered on first use. Never allocates.
+pub(crate) fn arena_for(key: &Key) -> &'static Arena {
+    if let Some(a) = ready_arenas().find(|a| a.key() == key) {
+        return a;
+    }
+    let _g = REGISTER.lock();
+    if let Some(a) = ready_arenas().find(|a| a.key() == key) {
+        return a;
+    }
+    let n = COUNT.load(Ordering::Relaxed);
+    if n >= MAX_ARENAS {
+        stats::FALLBACKS.fetch_add(1, Ordering::Relaxed);
+        return &ARENAS[0];
+    }
+    let a = &ARENAS[n];
+    // SAFETY: slot `n` is not ready and only the holder of REGISTER writes
+    // a slot's key; readers look at it only after `ready`.
+    unsafe { *a.key.get() = *key };
+    a.ready.store(true, Ordering::Release);
+    COUNT.store(n + 1, Ordering::Release);
+    a
+}
+
+/// The arena of a chunk.
+///
+/// # Safety
+///
+/// `c` must be a live chunk.
+unsafe fn arena_of(c: *const Chunk) -> &'static Arena {
+    // SAFETY: every chunk's `arena` is a `&'static Arena` written at mapping.
+    unsafe { &*(*c).arena }
+}
+
+/// Takes a span of class `c` for the calling thread (which owns it from now
+/// on) and the span's free list. A span with no free list has uncarved
+/// room. `None` when the kernel has no memory.
+pub(crate) fn acquire(arena: &'static Arena, c: usize) -> Option<(NonNull<Span>, *mut Block)> {
+    let mut g = arena.inner.lock();
+    let s = g.partial[c];
+    if let Some(s) = NonNull::new(s) {
+        let sp = s.as_ptr();
+        // SAFETY: spans on the partial list are unowned and live; the lock
+        // gives us their fields. Marking OWNED makes them ours.
+        unsafe {
+            unlink_partial(&mut g, sp, c);
+            let list = (*sp).local;
+            (*sp).used.store((*sp).used.load(Relaxed) + (*sp).local_count, Relaxed);
+            (*sp).local = ptr::null_mut();
+            (*sp).local_count = 0;
+            (*sp).thread_free.store(OWNED, Ordering::Relaxed);
+            return Some((s, list));
+        }
+    }
+    let (s, _, _g) = new_span(arena, g, CLASS_UNITS[c] as usize, c as u8)?;
+    Some((s, ptr::null_mut()))
+}
+
+/// Carves a span of `units` units (class `class`, or [`MEDIUM`]) from a
+/// chunk with room, mapping a new chunk if none has. Returns the span and
+/// whether its units were never handed out before (so still zero), with the
+/// lock still held.
+fn new_span(
+    arena: &'static Arena,
+    mut g: SpinGuard<'static, Inner>,
+    units: usize,
+    class: u8,
+) -> Option<(NonNull<Span>, bool, SpinGuard<'static, Inner>)> {
+    loop {
+        let mut c = g.chunks;
+        while !c.is_null() {
+            // SAFETY: chunks on the list are live; the lock guards their
+            // unit bitmaps.
+            unsafe {
+                if let Some(first) = chunk::find_units((*c).free_units, units) {
+                    let (s, clean) = init_span(&mut g, c, first, units, class);
+                    return Some((s, clean, g));
+                }
+                c = (*c).next;
+            }
+        }
+        // No room: map a chunk without holding the lock (mmap and mbind are
+        // slow), then link it.
+        let seq = g.next_seq;
+        g.next_seq += 1;
+        drop(g);
+        let key = *arena.key();
+        let Some(new) = chunk::map(arena, &key, seq) else {
+            stats::OUT_OF_MEMORY.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let newp = new.as_ptr();
+        // SAFETY: the chunk was just mapped and its header written.
+        let binding = unsafe { (*newp).binding };
+        stats::account(Account::Chunk, &key, binding, seq, chunk::CHUNK_SIZE, true);
+        stats::CHUNKS_MAPPED.fetch_add(1, Ordering::Relaxed);
+        g = arena.inner.lock();
+        g.n_chunks += 1;
+        g.empty += 1;
+        if binding == Binding::Unbound {
+            g.unbound += 1;
+        }
+        // SAFETY: the new chunk is ours; the lock guards the list.
+        unsafe { push_chunk_front(&mut g, newp) };
+    }
+}
+
+/// # Safety
+///
+/// Lock held (through `g`); `c` a live chunk of this arena with units
+/// `first..first + units` free.
+unsafe fn init_span(g: &mut Inner, c: *mut Chunk, first: usize, units: usize, class: u8) -> (NonNull<Span>, bool) {
+    let mask = chunk::unit_mask(first, units);
+    // SAFETY: per the contract; the span descriptor at index `first` is not
+    // in use (its units are free), so no one else reads or writes it.
+    unsafe {
+        if (*c).free_units == ALL_UNITS_FREE {
+            g.empty -= 1;
+        }
+        (*c).free_units &= !mask;
+        let clean = (*c).dirty_units & mask == 0;
+        (*c).dirty_units |= mask;
+        for u in first..first + units {
+            (*c).span_of_unit[u] = first as u8;
+        }
+        let s = ptr::addr_of_mut!((*c).spans[first]);
+        let medium = class == MEDIUM;
+        (*s).local = ptr::null_mut();
+        (*s).next = ptr::null_mut();
+        (*s).prev = ptr::null_mut();
+        (*s).start = c.cast::<u8>().add(first << UNIT_SHIFT);
+        (*s).local_count = 0;
+        (*s).carved = if medium { 1 } else { 0 };
+        (*s).used.store(if medium { 1 } else { 0 }, Relaxed);
+        (*s).capacity = if medium { 1 } else { CLASS_CAPACITY[class as usize] };
+        (*s).block_size = if medium { (units * UNIT_SIZE) as u32 } else { CLASS_SIZE[class as usize] };
+        (*s).class = class;
+        (*s).units = units as u8;
+        (*s).in_partial = false;
+        (*s).thread_free.store(if medium { 0 } else { OWNED }, Ordering::Relaxed);
+        (NonNull::new_unchecked(s), clean)
+    }
+}
+
+/// Gives back a span the calling thread owned, with the free blocks of its
+/// cache (`head..=tail`, `count` blocks; `head` null when none).
+///
+/// # Safety
+///
+/// The caller owns `span` (its `thread_free` has `OWNED`) and stops using it
+/// and the listed blocks.
+pub(crate) unsafe fn release(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32) {
+    // SAFETY: the span is live while owned; its chunk's arena is static.
+    let arena = unsafe { arena_of(chunk::chunk_of(span.cast())) };
+    let mut g = arena.inner.lock();
+    // SAFETY: we own the span until the swap below; after it the span is
+    // unowned and the lock we hold guards its fields.
+    let dead = unsafe {
+        let pending = ((*span).thread_free.swap(0, Ordering::Acquire) & !OWNED) as *mut Block;
+        let mut n = 0u32;
+        if !pending.is_null() {
+            let mut t = pending;
+            n = 1;
+            while !(*t).next.is_null() {
+                t = (*t).next;
+                n += 1;
+            }
+            (*t).next = (*span).local;
+            (*span).local = pending;
+        }
+        if !head.is_null() {
+            (*tail).next = (*span).local;
+            (*span).local = head;
+        }
+        (*span).local_count += n + count;
+        (*span).used.store((*span).used.load(Relaxed) - (n + count), Relaxed);
+        settle(&mut g, span)
+    };
+    drop(g);
+    if let Some(c) = dead {
+        // SAFETY: `settle` unlinked the empty chunk; no span of it is in use.
+        unsafe { retire_chunk(arena, c) };
+    }
+}
+
+/// Returns `count` blocks (`head..=tail`) to a span no thread owns.
+/// Returns `false`, doing nothing, if some thread owns the span now (the
+/// caller then pushes onto its `thread_free`).
+///
+/// # Safety
+///
+/// The blocks belong to `span` and are out (counted in `used`); the caller
+/// gives them up if this returns `true`.
+pub(crate) unsafe fn return_blocks(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32) -> bool {
+    // SAFETY: the span is live while it has blocks out.
+    let arena = unsafe { arena_of(chunk::chunk_of(span.cast())) };
+    let mut g = arena.inner.lock();
+    // SAFETY: ownership changes only under this lock, so an unowned span
+    // stays unowned while we hold it, and its fields are ours.
+    let dead = unsafe {
+        if (*span).thread_free.load(Ordering::Relaxed) & OWNED != 0 {
+            return false;
+        }
+        (*tail).next = (*span).local;
+        (*span).local = head;
+        (*span).local_count += count;
+        (*span).used.store((*span).used.load(Relaxed) - count, Relaxed);
+        settle(&mut g, span)
+    };
+    drop(g);
+    if let Some(c) = dead {
+        // SAFETY: unlinked by `settle`, nothing in use.
+        unsafe { retire_chunk(arena, c) };
+    }
+    true
+}
+
+/// Puts an unowned span where it belongs after blocks came back: freed if
+/// nothing is out, on the partial list if it has room. Returns a chunk to
+/// unmap (already unlinked) when freeing the span emptied one too many.
+///
+/// # Safety
+///
+/// Lock held; `span` unowned and live.
+unsafe fn settle(g: &mut Inner, span: *mut Span) -> Option<*mut Chunk> {
+    // SAFETY: per the contract.
+    unsafe {
+        let c = (*span).class as usize;
+        if (*span).used.load(Relaxed) == 0 {
+            if (*span).in_partial {
+                unlink_partial(g, span, c);
+            }
+            return free_span(g, span);
+        }
+        if !(*span).in_partial && ((*span).local_count > 0 || (*span).carved < (*span).capacity) {
+            let head = g.partial[c];
+            (*span).prev = ptr::null_mut();
+            (*span).next = head;
+            if !head.is_null() {
+                (*head).prev = span;
+            }
+            g.partial[c] = span;
+            (*span).in_partial = true;
+        }
+        None
+    }
+}
+
+/// # Safety
+///
+/// Lock held; `span` on the partial list of class `c`.
+unsafe fn unlink_partial(g: &mut Inner, span: *mut Span, c: usize) {
+    // SAFETY: per the contract, the links are valid list members.
+    unsafe {
+        let (p, n) = ((*span).prev, (*span).next);
+        if p.is_null() {
+            g.partial[c] = n;
+        } else {
+            (*p).next = n;
+        }
+        if !n.is_null() {
+            (*n).prev = p;
+        }
+        (*span).in_partial = false;
+        (*span).next = ptr::null_mut();
+        (*span).prev = ptr::null_mut();
+    }
+}
+
+/// Gives a span's units back to its chunk.
+///
+/// # Safety
+///
+/// Lock held; span unowned, not on a list, nothing out.
+unsafe fn free_span(g: &mut Inner, span: *mut Span) -> Option<*mut Chunk> {
+    // SAFETY: per the contract; the chunk is live.
+    unsafe {
+        let c = chunk::chunk_of(span.cast());
+        let first = ((*span).start as usize - c as usize) >> UNIT_SHIFT;
+        let units = (*span).units as usize;
+        (*c).free_units |= chunk::unit_mask(first, units);
+        (*span).units = 0;
+        // Chunks with room go first in the list.
+        if g.chunks != c {
+            unlink_chunk(g, c);
+            push_chunk_front(g, c);
+        }
+        if (*c).free_units != ALL_UNITS_FREE {
+            return None;
+        }
+        if g.empty < KEEP_EMPTY {
+            g.empty += 1;
+            return None;
+        }
+        unlink_chunk(g, c);
+        g.n_chunks -= 1;
+        if (*c).binding == Binding::Unbound {
+            g.unbound -= 1;
+        }
+        Some(c)
+    }
+}
+
+/// Unmaps a chunk `free_span` unlinked.
+///
+/// # Safety
+///
+/// `c` is unlinked, empty, and no thread touches it again.
+unsafe fn retire_chunk(_arena: &Arena, c: *mut Chunk) {
+    // SAFETY: per the contract; the header is read before unmapping.
+    unsafe {
+        stats::account(Account::Chunk, &(*c).key, (*c).binding, (*c).seq, chunk::CHUNK_SIZE, false);
+        stats::CHUNKS_UNMAPPED.fetch_add(1, Ordering::Relaxed);
+        chunk::unmap(c);
+    }
+}
+
+/// # Safety
+///
+/// Lock held; `c` live and on the list.
+unsafe fn unlink_chunk(g: &mut Inner, c: *mut Chunk) {
+    // SAFETY: per the contract.
+    unsafe {
+        let (p, n) = ((*c).prev, (*c).next);
+        if p.is_null() {
+            g.chunks = n;
+        } else {
+            (*p).next = n;
+        }
+        if !n.is_null() {
+            (*n).prev = p;
+        }
+        (*c).next = ptr::null_mut();
+        (*c).prev = ptr::null_mut();
+    }
+}
+
+/// # Safety
+///
+/// Lock held; `c` live and not on the list.
+unsafe fn push_chunk_front(g: &mut Inner, c: *mut Chunk) {
+    // SAFETY: per the contract.
+    unsafe {
+        (*c).prev = ptr::null_mut();
+        (*c).next = g.chunks;
+        if !g.chunks.is_null() {
+            (*g.chunks).prev = c;
+        }
+        g.chunks = c;
+    }
+}
+
+/// A medium block of `units` units from `arena`, and whether it is known
+/// to be zero. `None` when the kernel has no memory.
+pub(crate) fn alloc_medium(arena: &'static Arena, units: usize) -> Option<(NonNull<u8>, bool)> {
+    let g = arena.inner.lock();
+    let (s, clean, mut g) = new_span(arena, g, units, MEDIUM)?;
+    g.medium_units += units;
+    drop(g);
+    // SAFETY: `s` was just initialised and is ours.
+    let start = unsafe { (*s.as_ptr()).start };
+    NonNull::new(start).map(|p| (p, clean))
+}
+
+/// Frees a medium block.
+///
+/// # Safety
+///
+/// `p` must be a live medium block from [`alloc_medium`].
+pub(crate) unsafe fn free_medium(p: *mut u8) {
+    // SAFETY: the block is live, so its chunk and span are.
+    unsafe {
+        let span = chunk::span_of(p);
+        let arena = arena_of(chunk::chunk_of(p));
+        let mut g = arena.inner.lock();
+        g.medium_units -= (*span).units as usize;
+        (*span).used.store(0, Relaxed);
+        let dead = free_span(&mut g, span);
+        drop(g);
+        if let Some(c) = dead {
+            retire_chunk(arena, c);
+        }
+    }
+}
+
+/// What [`chunk_info`](super::chunk_info) reports.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ChunkInfo {
+    /// The chunk's first byte (its header).
+    pub start: usize,
+    /// Its length: [`CHUNK_SIZE`](super::CHUNK_SIZE).
+    pub len: usize,
+    /// The policy its pages follow.
+    pub policy: crate::Policy,
+    /// For first-touch and local chunks, the node they were mapped for.
+    pub home: Option<usize>,
+    /// Its arena's sequence number; a cyclic chunk deals its blocks
+    /// starting at node number `seq mod n` of the set.
+    pub seq: u64,
+    /// How the kernel took the binding.
+    pub binding: Binding,
+}
+
+impl ChunkInfo {
+    /// The node the policy means the page at `offset` (from the chunk start)
+    /// for, when it names one: the node of a single-node bind or preferred,
+    /// the cyclic node of the block, the kernel's interleave node by virtual
+    /// page number; `None` for first-touch, local, bind to several nodes,
+    /// and unbound chunks.
+    pub fn intended_node(&self, offset: usize) -> Option<usize> {
+        let page = super::page_size();
+        match (self.binding, self.policy) {
+            (Binding::Unbound, _) => None,
+            (_, crate::Policy::Preferred(n)) => Some(n),
+            (_, crate::Policy::Bind(n)) if n.len() == 1 => n.first(),
+            (Binding::Interleaved, crate::Policy::Cyclic { nodes, .. }) | (_, crate::Policy::Interleave(nodes)) => {
+                Some(crate::policy::interleave_node(&nodes, self.start + offset, page))
+            }
+            (_, crate::Policy::Cyclic { nodes, block }) => {
+                let n = nodes.len() as u64;
+                nodes.nth((((offset / block) as u64 + self.seq % n) % n) as usize)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Looks `p` up in every arena's chunk list.
+pub(crate) fn find_chunk(p: *const u8) -> Option<ChunkInfo> {
+    let want = chunk::chunk_of(p);
+    for a in ready_arenas() {
+        let g = a.inner.lock();
+        let mut c = g.chunks;
+        while !c.is_null() {
+            if c == want {
+                // SAFETY: a live chunk of this arena, lock held.
+                unsafe {
+                    debug_assert!(chunk::is_chunk(c));
+                    return Some(ChunkInfo {
+                        start: c as usize,
+                        len: chunk::CHUNK_SIZE,
+                        policy: (*c).key.policy(),
+                        home: (*c).key.home(),
+                        seq: (*c).seq,
+                        binding: (*c).binding,
+                    });
+                }
+            }
+            // SAFETY: live list member.
+            c = unsafe { (*c).next };
+        }
+    }
+    None
+}
+
+/// Per-arena figures (walks every chunk; allocates the result).
+pub(crate) fn arena_stats() -> Vec<ArenaStats> {
+    let mut out = Vec::new();
+    for a in ready_arenas() {
+        let (chunks, empty, unbound, medium_units, small_out) = {
+            let g = a.inner.lock();
+            let mut small = 0usize;
+            let mut c = g.chunks;
+            while !c.is_null() {
+                // SAFETY: live chunks, lock held; span descriptors of free
+                // units are skipped by walking only the spans units map to.
+                unsafe {
+                    let mut u = 1;
+                    while u < UNITS {
+                        if (*c).free_units & (1 << u) != 0 {
+                            u += 1;
+                            continue;
+                        }
+                        let s = ptr::addr_of!((*c).spans[u]);
+                        let units = ((*s).units as usize).max(1);
+                        if (*s).class != MEDIUM {
+                            small += (*s).used.load(Relaxed) as usize;
+                        }
+                        u += units;
+                    }
+                    c = (*c).next;
+                }
+            }
+            (g.n_chunks, g.empty, g.unbound, g.medium_units, small)
+        };
+        let key = a.key();
+        out.push(ArenaStats {
+            policy: key.policy(),
+            home: key.home(),
+            chunks,
+            empty_chunks: empty,
+            unbound_chunks: unbound,
+            small_blocks_out: small_out,
+            medium_units,
+        });
+    }
+    out
+}

@@ -1,0 +1,295 @@
+//! Chunks: 2 MiB-aligned mappings of 32 units of 64 KiB, and the spans
+//! carved from them.
+//!
+//! ```text
+//! chunk (2 MiB, 2 MiB-aligned, bound as its arena's key says)
+//! +--------+--------+--------+--------+-- ... --+--------+
+//! | unit 0 | unit 1 | unit 2 | unit 3 |         | unit 31|
+//! | header | span a | span b (2 units)|         | medium |
+//! +--------+--------+--------+--------+-- ... --+--------+
+//! ```
+//!
+//! Unit 0 holds the [`Chunk`] header (only its first page or two are ever
+//! touched). Every other unit belongs to at most one span: a small span
+//! (blocks of one size class, 1, 2 or 4 units) or a medium block (1 to 8
+//! units holding one block). A block's span is found from its address alone:
+//! mask to the chunk, shift to the unit, look the span up in the header.
+//!
+//! # Who may touch what
+//!
+//! | field | protected by |
+//! |---|---|
+//! | `Chunk::{magic, arena, seq, key, binding, pieces}` | written once before the chunk is published, read-only after |
+//! | `Chunk::{free_units, dirty_units, next, prev}`, `span_of_unit` writes | the arena lock |
+//! | `Span::thread_free` | atomic; see its state table |
+//! | other `Span` fields | the owning thread while `thread_free` has `OWNED`, else the arena lock |
+//!
+//! `Span::thread_free` states (the word is a block pointer or-ed with one
+//! flag bit; blocks are 16-byte aligned, so bit 0 is free):
+//!
+//! | value | meaning | who changes it |
+//! |---|---|---|
+//! | `0` | not owned, no pending frees | owner gives up the span (swap under the arena lock) |
+//! | `OWNED` | a thread allocates from it; no pending remote frees | a thread takes the span (under the arena lock) |
+//! | `p \| OWNED` | owned; `p` heads a chain of blocks other threads freed | other threads push chains (CAS); the owner takes the chain (swap to `OWNED`) |
+//!
+//! An unowned span never holds a chain: frees into it go under the arena
+//! lock straight to its `local` list.
+
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU32, AtomicUsize};
+
+use super::arena::Arena;
+use super::key::{Binding, Key};
+use crate::sys;
+
+/// log2 of the chunk size.
+pub(crate) const CHUNK_SHIFT: usize = 21;
+/// Size and alignment of a chunk: 2 MiB.
+pub const CHUNK_SIZE: usize = 1 << CHUNK_SHIFT;
+pub(crate) const UNIT_SHIFT: usize = 16;
+/// A unit: 64 KiB.
+pub(crate) const UNIT_SIZE: usize = 1 << UNIT_SHIFT;
+/// Units per chunk (unit 0 is the header).
+pub(crate) const UNITS: usize = CHUNK_SIZE / UNIT_SIZE;
+/// `free_units` of an empty chunk: every unit but the header.
+pub(crate) const ALL_UNITS_FREE: u32 = !1;
+
+const MAGIC: usize = 0x5e1a_ff00_c4c4_0001;
+
+/// A free block: its first word links to the next free block.
+#[repr(C)]
+pub(crate) struct Block {
+    pub(crate) next: *mut Block,
+}
+
+/// `Span::thread_free` flag: a thread allocates from this span.
+pub(crate) const OWNED: usize = 1;
+/// `Span::class` of a medium block.
+pub(crate) const MEDIUM: u8 = u8::MAX;
+
+/// The descriptor of a span, in its chunk's header.
+#[repr(C, align(64))]
+pub(crate) struct Span {
+    /// Remote-free chain head or-ed with [`OWNED`] (see the module's table).
+    pub(crate) thread_free: AtomicUsize,
+    /// Free blocks held by the span itself (not by a thread's cache).
+    pub(crate) local: *mut Block,
+    /// Links in the arena's list of spans with free blocks.
+    pub(crate) next: *mut Span,
+    pub(crate) prev: *mut Span,
+    /// First byte of the span.
+    pub(crate) start: *mut u8,
+    /// Blocks in `local`.
+    pub(crate) local_count: u32,
+    /// Blocks out: in use, in a thread's cache, or in a pending chain or
+    /// batch. Atomic only so that statistics may read it while its owner
+    /// writes; updates are plain loads and stores by whoever holds the span.
+    pub(crate) used: AtomicU32,
+    /// Blocks carved so far (the rest of the span was never handed out).
+    pub(crate) carved: u32,
+    /// Blocks the span holds.
+    pub(crate) capacity: u32,
+    /// Block size in bytes.
+    pub(crate) block_size: u32,
+    /// Size class, or [`MEDIUM`].
+    pub(crate) class: u8,
+    /// Units the span covers.
+    pub(crate) units: u8,
+    /// Whether the span is on its arena's partial list.
+    pub(crate) in_partial: bool,
+}
+
+/// The header at the start of every chunk.
+#[repr(C)]
+pub(crate) struct Chunk {
+    pub(crate) magic: usize,
+    /// The arena the chunk belongs to.
+    pub(crate) arena: *const Arena,
+    /// The arena's chunk sequence number: cyclic chunks rotate by it.
+    pub(crate) seq: u64,
+    /// The placement its pages follow.
+    pub(crate) key: Key,
+    /// How the kernel took the binding.
+    pub(crate) binding: Binding,
+    /// Mapping pieces (VMAs) its cyclic binding created.
+    pub(crate) pieces: u32,
+    /// Bit `u` set: unit `u` is free. Bit 0 (the header) is never set.
+    pub(crate) free_units: u32,
+    /// Bit `u` set: unit `u` was handed out before and may hold old bytes.
+    pub(crate) dirty_units: u32,
+    /// Links in the arena's chunk list.
+    pub(crate) next: *mut Chunk,
+    pub(crate) prev: *mut Chunk,
+    /// The index in `spans` of the span covering each unit.
+    pub(crate) span_of_unit: [u8; UNITS],
+    /// Span descriptors, indexed by the span's first unit.
+    pub(crate) spans: [Span; UNITS],
+}
+
+const _: () = assert!(core::mem::size_of::<Chunk>() <= UNIT_SIZE);
+
+/// The chunk holding `p`, if `p` is inside one (computed, not checked).
+#[inline(always)]
+pub(crate) fn chunk_of(p: *const u8) -> *mut Chunk {
+    ((p as usize) & !(CHUNK_SIZE - 1)) as *mut Chunk
+}
+
+/// The span holding block `p`.
+///
+/// # Safety
+///
+/// `p` must point into a unit of a live chunk that belongs to a span (a
+/// block this allocator handed out and that was not freed).
+#[inline(always)]
+pub(crate) unsafe fn span_of(p: *const u8) -> *mut Span {
+    let chunk = chunk_of(p);
+    let unit = ((p as usize) >> UNIT_SHIFT) & (UNITS - 1);
+    // SAFETY: the chunk is live (caller); `unit < UNITS`, and the span that
+    // covers the unit was recorded before the block was handed out.
+    unsafe {
+        let idx = (*chunk).span_of_unit[unit] as usize & (UNITS - 1);
+        ptr::addr_of_mut!((*chunk).spans[idx])
+    }
+}
+
+/// Maps a fresh chunk for `arena`, binds it as `key` says (rotated by `seq`
+/// for cyclic keys) and writes its header. Returns `None` when the kernel
+/// has no memory. Never allocates.
+pub(crate) fn map(arena: *const Arena, key: &Key, seq: u64) -> Option<NonNull<Chunk>> {
+    let base = map_aligned(CHUNK_SIZE, CHUNK_SIZE)?;
+    let (binding, pieces) = key.bind(base.as_ptr(), CHUNK_SIZE, seq);
+    let c = base.as_ptr().cast::<Chunk>();
+    // SAFETY: `c` is the start of a fresh, writable, CHUNK_SIZE-aligned
+    // mapping of CHUNK_SIZE bytes that no one else knows about; the header
+    // fits in unit 0. Fresh anonymous memory is zero, which is a valid
+    // bit pattern for every field written field by field below and for the
+    // span array (null pointers, zero counters, unowned).
+    unsafe {
+        ptr::addr_of_mut!((*c).magic).write(MAGIC);
+        ptr::addr_of_mut!((*c).arena).write(arena);
+        ptr::addr_of_mut!((*c).seq).write(seq);
+        ptr::addr_of_mut!((*c).key).write(*key);
+        ptr::addr_of_mut!((*c).binding).write(binding);
+        ptr::addr_of_mut!((*c).pieces).write(pieces);
+        ptr::addr_of_mut!((*c).free_units).write(ALL_UNITS_FREE);
+        ptr::addr_of_mut!((*c).dirty_units).write(0);
+        ptr::addr_of_mut!((*c).next).write(ptr::null_mut());
+        ptr::addr_of_mut!((*c).prev).write(ptr::null_mut());
+    }
+    NonNull::new(c)
+}
+
+/// Unmaps a chunk.
+///
+/// # Safety
+///
+/// The chunk must be unlinked from its arena, hold no span in use, and no
+/// thread may touch it again.
+pub(crate) unsafe fn unmap(c: *mut Chunk) {
+    // SAFETY: the chunk is a CHUNK_SIZE mapping the caller gives up; the
+    // header is read before the mapping goes.
+    unsafe {
+        super::key::release_pieces((*c).pieces);
+        if let Some(p) = NonNull::new(c.cast::<u8>()) {
+            let _ = sys::munmap(p, CHUNK_SIZE);
+        }
+    }
+}
+
+/// Whether `c` looks like a chunk header (used only on chunks found in an
+/// arena's list, as a consistency check).
+///
+/// # Safety
+///
+/// `c` must point to readable memory of at least a `Chunk`.
+pub(crate) unsafe fn is_chunk(c: *const Chunk) -> bool {
+    // SAFETY: readable per the caller.
+    unsafe { (*c).magic == MAGIC }
+}
+
+/// Maps `len` bytes aligned to `align` (a power of two at least the page
+/// size): tries a plain mapping first (the kernel often aligns large ones),
+/// else maps `len + align` and trims both ends.
+pub(crate) fn map_aligned(len: usize, align: usize) -> Option<NonNull<u8>> {
+    let p = sys::mmap_anonymous(len, 0).ok()?;
+    if (p.as_ptr() as usize) & (align - 1) == 0 {
+        return Some(p);
+    }
+    // SAFETY: `p` is the mapping of `len` bytes just made.
+    let _ = unsafe { sys::munmap(p, len) };
+    let total = len.checked_add(align)?;
+    let p = sys::mmap_anonymous(total, 0).ok()?;
+    let start = p.as_ptr() as usize;
+    let aligned = (start + align - 1) & !(align - 1);
+    let head = aligned - start;
+    let tail = total - head - len;
+    // SAFETY: the head `[start, aligned)` and tail `[aligned + len, start +
+    // total)` are parts of the mapping just made, which nothing else uses.
+    unsafe {
+        if head > 0 {
+            let _ = sys::munmap(p, head);
+        }
+        if tail > 0 {
+            if let Some(t) = NonNull::new((aligned + len) as *mut u8) {
+                let _ = sys::munmap(t, tail);
+            }
+        }
+    }
+    NonNull::new(aligned as *mut u8)
+}
+
+/// Finds `n` consecutive free units in `free` (bit set = free); returns the
+/// first unit. Runs of several units start at a multiple of their size when
+/// `n` is a power of two, which keeps small spans from splintering the chunk.
+pub(crate) fn find_units(free: u32, n: usize) -> Option<usize> {
+    if n == 0 || n >= UNITS {
+        return None;
+    }
+    let run = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    let step = if n.is_power_of_two() { n } else { 1 };
+    let mut u = step.max(1);
+    while u + n <= UNITS {
+        let mask = run << u;
+        if free & mask == mask {
+            return Some(u);
+        }
+        u += step;
+    }
+    None
+}
+
+/// The unit mask of `n` units from `first`.
+pub(crate) fn unit_mask(first: usize, n: usize) -> u32 {
+    (((1u64 << n) - 1) << first) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_runs() {
+        assert_eq!(find_units(ALL_UNITS_FREE, 1), Some(1));
+        assert_eq!(find_units(ALL_UNITS_FREE, 2), Some(2));
+        assert_eq!(find_units(ALL_UNITS_FREE, 4), Some(4));
+        assert_eq!(find_units(ALL_UNITS_FREE, 3), Some(1));
+        assert_eq!(find_units(ALL_UNITS_FREE, 31), Some(1));
+        assert_eq!(find_units(ALL_UNITS_FREE & !(1 << 5), 4), Some(8));
+        assert_eq!(find_units(0, 1), None);
+        assert_eq!(find_units(ALL_UNITS_FREE, 32), None);
+        assert_eq!(unit_mask(4, 4), 0xf0);
+        assert_eq!(unit_mask(1, 31), ALL_UNITS_FREE);
+    }
+
+    #[test]
+    fn aligned_mappings() {
+        let p = map_aligned(CHUNK_SIZE, CHUNK_SIZE).unwrap();
+        assert_eq!(p.as_ptr() as usize % CHUNK_SIZE, 0);
+        // SAFETY: mapped just above, writable, CHUNK_SIZE long.
+        unsafe {
+            p.as_ptr().add(CHUNK_SIZE - 1).write(7);
+            sys::munmap(p, CHUNK_SIZE).unwrap();
+        }
+    }
+}

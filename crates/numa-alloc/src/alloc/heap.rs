@@ -1,0 +1,480 @@
+//! The per-thread cache: the fast paths, the slow paths behind them,
+//! remote-free batches, the thread's policy, and handing everything back
+//! when the thread exits.
+//!
+//! A thread owns at most one span per size class (its *current* span) and
+//! keeps that span's free blocks in `free[class]`, a list only it touches:
+//! the fast paths are a pop from or a push onto that list. A block freed by a
+//! thread that does not own its span goes into a small batch keyed by span;
+//! a full batch (or one evicted by another span) travels in one step: a
+//! single compare-and-swap onto the owning thread's `thread_free` chain, or,
+//! for a span no thread owns, a splice under its arena's lock.
+//!
+//! # Thread exit
+//!
+//! The cache is a `thread_local!` with a `const` initialiser and no `Drop`,
+//! so touching it never registers anything. On its first slow path a thread
+//! stores a non-null value under a pthread key whose destructor hands the
+//! cache back (current spans with their free blocks, pending batches).
+//! glibc runs key destructors after Rust's own thread-local destructors, so
+//! blocks those free still reach the cache in time; anything a thread
+//! allocates or frees after its destructor ran goes through uncached (each
+//! operation returns everything at once).
+
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::ptr;
+use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
+
+use super::arena::{self, Arena};
+use super::chunk::{Block, OWNED, Span, span_of};
+use super::class::{CLASS_SIZE, NCLASS};
+use super::key::Key;
+use super::lock::SpinLock;
+use super::stats;
+use crate::policy::Policy;
+use crate::sys;
+
+/// Remote-free batch slots per thread.
+const SLOTS: usize = 16;
+/// A batch travels when it holds this many blocks.
+const BATCH_MAX: u32 = 64;
+/// Bytes carved from a fresh span per refill.
+const CARVE_BYTES: usize = 8 << 10;
+
+#[derive(Clone, Copy)]
+struct Batch {
+    span: *mut Span,
+    head: *mut Block,
+    tail: *mut Block,
+    count: u32,
+}
+
+const NO_BATCH: Batch = Batch { span: ptr::null_mut(), head: ptr::null_mut(), tail: ptr::null_mut(), count: 0 };
+
+/// Heap states.
+const FRESH: u8 = 0;
+const CACHED: u8 = 1;
+const UNCACHED: u8 = 2;
+
+pub(crate) struct Heap {
+    /// Free blocks of the current span of each class.
+    free: [*mut Block; NCLASS],
+    /// The current span of each class (owned by this thread), or null.
+    cur: [*mut Span; NCLASS],
+    batch: [Batch; SLOTS],
+    /// The arena new spans come from, for `key`; null until resolved.
+    arena: *const Arena,
+    key: Key,
+    /// The thread's own policy, when it set one.
+    policy: Policy,
+    has_policy: bool,
+    /// The default-policy epoch `key` was resolved against.
+    default_epoch: u64,
+    state: u8,
+}
+
+impl Heap {
+    const NEW: Heap = Heap {
+        free: [ptr::null_mut(); NCLASS],
+        cur: [ptr::null_mut(); NCLASS],
+        batch: [NO_BATCH; SLOTS],
+        arena: ptr::null(),
+        key: Key { kind: super::key::Kind::FirstTouch, nodes: crate::NodeSet::new(), block: 0, node: 0 },
+        policy: Policy::FirstTouch,
+        has_policy: false,
+        default_epoch: 0,
+        state: FRESH,
+    };
+}
+
+thread_local! {
+    static HEAP: UnsafeCell<Heap> = const { UnsafeCell::new(Heap::NEW) };
+}
+
+/// The process-wide default policy, and an epoch bumped on every change.
+static DEFAULT: SpinLock<Policy> = SpinLock::new(Policy::FirstTouch);
+static DEFAULT_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `f` on the calling thread's heap.
+///
+/// The `&mut Heap` is unique: the heap is thread-local, nothing in this
+/// allocator allocates or re-enters while it holds the reference, and a
+/// signal handler that allocates while an allocation is in progress is not
+/// supported (as with glibc's malloc).
+#[inline(always)]
+fn with_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> R {
+    HEAP.with(|h| {
+        // SAFETY: see above; the cell lives as long as the thread.
+        f(unsafe { &mut *h.get() })
+    })
+}
+
+/// Allocates a block of class `c` (`c < NCLASS`).
+#[inline(always)]
+pub(crate) fn alloc_small(c: usize) -> *mut u8 {
+    with_heap(|h| {
+        let b = h.free[c];
+        if !b.is_null() {
+            // SAFETY: blocks on a heap list are free blocks of the thread's
+            // current span; their first word is the link.
+            h.free[c] = unsafe { (*b).next };
+            return b.cast();
+        }
+        alloc_slow(h, c)
+    })
+}
+
+/// Frees a block of class `c`.
+///
+/// # Safety
+///
+/// `p` is a live block of class `c` from this allocator.
+#[inline(always)]
+pub(crate) unsafe fn free_small(p: *mut u8, c: usize) {
+    // SAFETY: a live block's span is live.
+    let span = unsafe { span_of(p) };
+    let b = p.cast::<Block>();
+    with_heap(|h| {
+        if h.cur[c] == span {
+            // SAFETY: the block is ours again; its first word becomes the link.
+            unsafe { (*b).next = h.free[c] };
+            h.free[c] = b;
+        } else {
+            // SAFETY: per the contract.
+            unsafe { free_slow(h, span, b) }
+        }
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
+    refresh(h);
+    let span = h.cur[c];
+    if !span.is_null() {
+        // SAFETY: the current span is owned by this thread.
+        unsafe {
+            // Blocks other threads freed meanwhile.
+            if (*span).thread_free.load(Ordering::Relaxed) != OWNED {
+                let chain = ((*span).thread_free.swap(OWNED, Ordering::Acquire) & !OWNED) as *mut Block;
+                if !chain.is_null() {
+                    h.free[c] = chain;
+                    return pop(h, c);
+                }
+            }
+            if (*span).carved < (*span).capacity {
+                carve(h, c, span);
+                return pop(h, c);
+            }
+            // Exhausted: give it back; frees will bring it to the partial list.
+            h.cur[c] = ptr::null_mut();
+            arena::release(span, ptr::null_mut(), ptr::null_mut(), 0);
+        }
+    }
+    let arena = arena_for_new_span(h);
+    let Some((span, list)) = arena::acquire(arena, c) else {
+        return ptr::null_mut();
+    };
+    let span = span.as_ptr();
+    h.cur[c] = span;
+    h.free[c] = list;
+    if list.is_null() {
+        // SAFETY: the span is ours and has uncarved room (fresh or partial).
+        unsafe { carve(h, c, span) };
+    }
+    let p = pop(h, c);
+    if h.state == UNCACHED {
+        release_all(h);
+    }
+    p
+}
+
+#[inline(always)]
+fn pop(h: &mut Heap, c: usize) -> *mut u8 {
+    let b = h.free[c];
+    if !b.is_null() {
+        // SAFETY: a free block of our current span.
+        h.free[c] = unsafe { (*b).next };
+    }
+    b.cast()
+}
+
+/// Carves up to `CARVE_BYTES` of never-used blocks from the current span
+/// into the heap's list.
+///
+/// # Safety
+///
+/// `span` is this thread's current span of class `c` and has uncarved room.
+unsafe fn carve(h: &mut Heap, c: usize, span: *mut Span) {
+    // SAFETY: the span is ours, its uncarved blocks are inside it.
+    unsafe {
+        let size = CLASS_SIZE[c] as usize;
+        let left = ((*span).capacity - (*span).carved) as usize;
+        let n = left.min((CARVE_BYTES / size).max(1));
+        let first = (*span).start.add((*span).carved as usize * size);
+        let mut b = first;
+        for _ in 1..n {
+            let next = b.add(size);
+            (*b.cast::<Block>()).next = next.cast();
+            b = next;
+        }
+        (*b.cast::<Block>()).next = h.free[c];
+        h.free[c] = first.cast();
+        (*span).carved += n as u32;
+        (*span).used.store((*span).used.load(Ordering::Relaxed) + n as u32, Ordering::Relaxed);
+    }
+}
+
+/// # Safety
+///
+/// `b` is a live block of `span`, which this thread does not own.
+#[cold]
+#[inline(never)]
+unsafe fn free_slow(h: &mut Heap, span: *mut Span, b: *mut Block) {
+    if h.state == UNCACHED {
+        // SAFETY: per the contract.
+        unsafe {
+            (*b).next = ptr::null_mut();
+            flush(span, b, b, 1);
+        }
+        return;
+    }
+    let slot = ((span as usize >> 6) ^ (span as usize >> 21)) % SLOTS;
+    let bt = &mut h.batch[slot];
+    // SAFETY: batches hold blocks of their span, which stays live while they
+    // are out; the block is ours to link.
+    unsafe {
+        if bt.span == span {
+            (*b).next = bt.head;
+            bt.head = b;
+            bt.count += 1;
+            if bt.count >= BATCH_MAX {
+                let full = core::mem::replace(bt, NO_BATCH);
+                flush(full.span, full.head, full.tail, full.count);
+            }
+            return;
+        }
+        let old = core::mem::replace(bt, Batch { span, head: b, tail: b, count: 1 });
+        (*b).next = ptr::null_mut();
+        if !old.span.is_null() {
+            flush(old.span, old.head, old.tail, old.count);
+        }
+    }
+}
+
+/// Hands a chain of `count` blocks of `span` back: onto the owner's
+/// `thread_free` if some thread owns the span, else to its arena.
+///
+/// # Safety
+///
+/// The blocks belong to `span` and are out; the caller gives them up.
+unsafe fn flush(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32) {
+    loop {
+        // SAFETY: the span is live while these blocks are out.
+        let cur = unsafe { (*span).thread_free.load(Ordering::Relaxed) };
+        if cur & OWNED != 0 {
+            // SAFETY: the chain is ours until the CAS publishes it.
+            unsafe { (*tail).next = (cur & !OWNED) as *mut Block };
+            let new = head as usize | OWNED;
+            // SAFETY: as above.
+            let swapped = unsafe {
+                (*span).thread_free.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed).is_ok()
+            };
+            if swapped {
+                stats::REMOTE_FREES.fetch_add(count as u64, Ordering::Relaxed);
+                stats::REMOTE_FLUSHES.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        } else {
+            // SAFETY: per the contract.
+            if unsafe { arena::return_blocks(span, head, tail, count) } {
+                stats::DEFERRED_FREES.fetch_add(count as u64, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+/// Hands every current span (with its cached blocks) and every pending
+/// batch back.
+fn release_all(h: &mut Heap) {
+    for c in 0..NCLASS {
+        let span = core::mem::replace(&mut h.cur[c], ptr::null_mut());
+        let head = core::mem::replace(&mut h.free[c], ptr::null_mut());
+        if span.is_null() {
+            continue;
+        }
+        let mut n = 0;
+        let mut tail = head;
+        // SAFETY: the list holds free blocks of `span`, which we own.
+        unsafe {
+            if !tail.is_null() {
+                n = 1;
+                while !(*tail).next.is_null() {
+                    tail = (*tail).next;
+                    n += 1;
+                }
+            }
+            arena::release(span, head, tail, n);
+        }
+    }
+    for i in 0..SLOTS {
+        let b = core::mem::replace(&mut h.batch[i], NO_BATCH);
+        if !b.span.is_null() {
+            // SAFETY: a pending batch of its span's blocks.
+            unsafe { flush(b.span, b.head, b.tail, b.count) };
+        }
+    }
+}
+
+/// Brings the heap up to date: arms the exit hook on first use, follows a
+/// change of the default policy, resolves the arena.
+#[inline]
+fn refresh(h: &mut Heap) {
+    if h.state == FRESH {
+        h.state = if arm_exit_hook() { CACHED } else { UNCACHED };
+    }
+    if !h.has_policy {
+        let epoch = DEFAULT_EPOCH.load(Ordering::Acquire);
+        if epoch != h.default_epoch {
+            release_all(h);
+            h.default_epoch = epoch;
+            h.arena = ptr::null();
+        }
+    }
+    if h.arena.is_null() {
+        resolve(h);
+    } else if h.key.follows_thread_node() && thread_node() != h.key.node {
+        // The thread moved to another node: first-touch and local blocks
+        // come from that node's arena from now on.
+        release_all(h);
+        resolve(h);
+    }
+}
+
+fn resolve(h: &mut Heap) {
+    let policy = if h.has_policy { h.policy } else { *DEFAULT.lock() };
+    let node = thread_node();
+    h.key = Key::new(&policy, node);
+    h.arena = arena::arena_for(&h.key);
+}
+
+/// The arena a new span comes from.
+fn arena_for_new_span(h: &mut Heap) -> &'static Arena {
+    // SAFETY: `refresh` resolved the arena; arenas are static.
+    unsafe { &*h.arena }
+}
+
+/// Node of each CPU, learnt from `getcpu` as threads run there (0 = not
+/// known yet, else node + 1).
+static CPU_NODE: [AtomicU16; crate::sets::MAX_CPUS] = [const { AtomicU16::new(0) }; crate::sets::MAX_CPUS];
+
+/// The node the calling thread runs on: `sched_getcpu` (no system call) and
+/// the CPU's node, asking the kernel the first time a CPU is seen.
+fn thread_node() -> usize {
+    let cpu = sys::sched_getcpu();
+    if let Some(known) = cpu.and_then(|c| CPU_NODE.get(c)) {
+        let v = known.load(Ordering::Relaxed);
+        if v != 0 {
+            return v as usize - 1;
+        }
+    }
+    let Ok((cpu, node)) = sys::getcpu() else { return 0 };
+    let node = node.min(crate::MAX_NODES - 1);
+    if let Some(slot) = CPU_NODE.get(cpu) {
+        slot.store(node as u16 + 1, Ordering::Relaxed);
+    }
+    node
+}
+
+/// The calling thread's arena and key, resolved (for medium and large blocks).
+pub(crate) fn current_placement() -> (&'static Arena, Key) {
+    with_heap(|h| {
+        refresh(h);
+        let a = arena_for_new_span(h);
+        (a, h.key)
+    })
+}
+
+// ---------------------------------------------------------------- exit hook
+
+/// 0: not created; `usize::MAX`: creation failed; else key + 1.
+static EXIT_KEY: AtomicUsize = AtomicUsize::new(0);
+static EXIT_KEY_LOCK: SpinLock<()> = SpinLock::new(());
+
+fn arm_exit_hook() -> bool {
+    let mut k = EXIT_KEY.load(Ordering::Acquire);
+    if k == 0 {
+        let _g = EXIT_KEY_LOCK.lock();
+        k = EXIT_KEY.load(Ordering::Acquire);
+        if k == 0 {
+            k = match sys::thread_key_create(on_thread_exit) {
+                Ok(key) => key as usize + 1,
+                Err(_) => usize::MAX,
+            };
+            EXIT_KEY.store(k, Ordering::Release);
+        }
+    }
+    let armed = k != usize::MAX && sys::thread_key_set((k - 1) as sys::ThreadKey, ptr::dangling::<c_void>()).is_ok();
+    if !armed {
+        stats::NO_THREAD_EXIT_HOOK.fetch_add(1, Ordering::Relaxed);
+    }
+    armed
+}
+
+unsafe extern "C" fn on_thread_exit(_: *mut c_void) {
+    with_heap(|h| {
+        release_all(h);
+        h.state = UNCACHED;
+    });
+}
+
+// ------------------------------------------------------------- public API
+
+/// Sets the calling thread's policy (already validated).
+pub(crate) fn set_thread_policy(policy: Option<Policy>) {
+    with_heap(|h| {
+        release_all(h);
+        match policy {
+            Some(p) => {
+                h.policy = p;
+                h.has_policy = true;
+            }
+            None => h.has_policy = false,
+        }
+        h.arena = ptr::null();
+        h.default_epoch = DEFAULT_EPOCH.load(Ordering::Acquire);
+    })
+}
+
+/// The calling thread's own policy, if it set one.
+pub(crate) fn thread_policy() -> Option<Policy> {
+    with_heap(|h| h.has_policy.then_some(h.policy))
+}
+
+/// Sets the process-wide default (already validated).
+pub(crate) fn set_default_policy(policy: Policy) {
+    let mut g = DEFAULT.lock();
+    *g = policy;
+    DEFAULT_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The process-wide default.
+pub(crate) fn default_policy() -> Policy {
+    *DEFAULT.lock()
+}
+
+/// Hands the calling thread's cache back.
+pub(crate) fn flush_thread_cache() {
+    with_heap(release_all);
+}
+
+/// The policy the calling thread's next new chunk follows, and for
+/// first-touch and local the node it is for.
+pub(crate) fn effective() -> (Policy, Option<usize>) {
+    with_heap(|h| {
+        refresh(h);
+        (h.key.policy(), h.key.home())
+    })
+}

@@ -1,0 +1,237 @@
+//! Placement keys: what a chunk's or a large block's pages follow, and the
+//! `mbind` calls that make them follow it.
+//!
+//! A [`Key`] is a [`Policy`] made concrete for one thread: first-touch and
+//! local carry the node the thread ran on when it took the chunk, and
+//! single-node interleave or cyclic become bind (they mean the same). Chunks
+//! with equal keys share an arena.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use super::stats;
+use crate::policy::Policy;
+use crate::sets::{MAX_NODES, NodeSet};
+use crate::sys;
+
+/// The policy kinds, as a key stores them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Kind {
+    FirstTouch,
+    Local,
+    Bind,
+    Preferred,
+    Interleave,
+    Cyclic,
+}
+
+/// A concrete placement: kind, nodes, cyclic block, and for first-touch and
+/// local the node the chunk is meant for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Key {
+    pub(crate) kind: Kind,
+    pub(crate) nodes: NodeSet,
+    pub(crate) block: usize,
+    pub(crate) node: usize,
+}
+
+/// How a mapping actually got bound.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Binding {
+    /// As its policy says.
+    AsPolicy,
+    /// A cyclic mapping that would have pushed this allocator's mappings past
+    /// its share of `vm.max_map_count`, interleaved by the kernel instead over
+    /// the same nodes.
+    Interleaved,
+    /// The kernel refused the binding; the pages go where the kernel's
+    /// default policy puts them (counted in [`AllocStats::fallbacks`](super::AllocStats::fallbacks)).
+    Unbound,
+}
+
+impl Key {
+    /// The key of `policy` for a thread running on `node`.
+    pub(crate) fn new(policy: &Policy, node: usize) -> Key {
+        let k = |kind, nodes, block, node| Key { kind, nodes, block, node };
+        match *policy {
+            Policy::FirstTouch => k(Kind::FirstTouch, NodeSet::new(), 0, node),
+            Policy::Local => k(Kind::Local, NodeSet::new(), 0, node),
+            Policy::Preferred(n) => k(Kind::Preferred, NodeSet::new(), 0, n),
+            Policy::Bind(nodes) => k(Kind::Bind, nodes, 0, 0),
+            Policy::Interleave(nodes) | Policy::Cyclic { nodes, .. } if nodes.len() == 1 => k(Kind::Bind, nodes, 0, 0),
+            Policy::Interleave(nodes) => k(Kind::Interleave, nodes, 0, 0),
+            Policy::Cyclic { nodes, block } => k(Kind::Cyclic, nodes, block.max(1), 0),
+        }
+    }
+
+    /// The policy this key stands for.
+    pub(crate) fn policy(&self) -> Policy {
+        match self.kind {
+            Kind::FirstTouch => Policy::FirstTouch,
+            Kind::Local => Policy::Local,
+            Kind::Preferred => Policy::Preferred(self.node),
+            Kind::Bind => Policy::Bind(self.nodes),
+            Kind::Interleave => Policy::Interleave(self.nodes),
+            Kind::Cyclic => Policy::Cyclic { nodes: self.nodes, block: self.block },
+        }
+    }
+
+    /// The node a first-touch or local key was made for (`None` otherwise).
+    pub(crate) fn home(&self) -> Option<usize> {
+        matches!(self.kind, Kind::FirstTouch | Kind::Local).then_some(self.node)
+    }
+
+    /// Whether a thread running on `node` should use a different arena for
+    /// this policy: only first-touch and local keys depend on the node.
+    pub(crate) fn follows_thread_node(&self) -> bool {
+        matches!(self.kind, Kind::FirstTouch | Kind::Local)
+    }
+
+    /// The node of byte `offset` of a cyclic mapping whose block 0 goes to
+    /// the `rotation`-th node of the set: block `i` goes to node number
+    /// `(rotation + i) mod n` of the set in ascending order.
+    pub(crate) fn cyclic_node(&self, rotation: u64, offset: usize) -> Option<usize> {
+        if self.kind != Kind::Cyclic {
+            return None;
+        }
+        let n = self.nodes.len() as u64;
+        let i = ((offset / self.block) as u64 + rotation % n) % n;
+        self.nodes.nth(i as usize)
+    }
+
+    /// Binds the fresh mapping `[addr, addr + len)` (page-aligned, nothing
+    /// touched yet). Never allocates.
+    pub(crate) fn bind(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
+        let call = |mode, nodes: &NodeSet| sys::mbind(addr, len, mode, nodes.as_words(), 0).is_ok();
+        let ok = match self.kind {
+            Kind::FirstTouch => true,
+            Kind::Local => call(sys::MPOL_LOCAL, &NodeSet::new()),
+            Kind::Bind => call(sys::MPOL_BIND, &self.nodes),
+            Kind::Preferred => match single(self.node) {
+                Some(one) => call(sys::MPOL_PREFERRED, &one),
+                None => false,
+            },
+            Kind::Interleave => {
+                no_huge_pages(addr, len);
+                call(sys::MPOL_INTERLEAVE, &self.nodes)
+            }
+            Kind::Cyclic => return self.bind_cyclic(addr, len, rotation),
+        };
+        if ok { (Binding::AsPolicy, 0) } else { (unbound(), 0) }
+    }
+
+    fn bind_cyclic(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
+        let pieces = len.div_ceil(self.block);
+        if !reserve_pieces(pieces) {
+            no_huge_pages(addr, len);
+            let ok = sys::mbind(addr, len, sys::MPOL_INTERLEAVE, self.nodes.as_words(), 0).is_ok();
+            if ok {
+                stats::CYCLIC_INTERLEAVED.fetch_add(1, Ordering::Relaxed);
+                return (Binding::Interleaved, 0);
+            }
+            return (unbound(), 0);
+        }
+        if !self.bind_blocks(addr, 0, len, rotation) {
+            // Undo the part that was bound: the whole mapping goes unbound.
+            let _ = sys::mbind(addr, len, sys::MPOL_DEFAULT, &[], 0);
+            release_pieces(pieces as u32);
+            return (unbound(), 0);
+        }
+        (Binding::AsPolicy, pieces as u32)
+    }
+
+    /// Binds the cyclic blocks covering `[base + from, base + to)`, blocks
+    /// counted from `base`. Returns whether every `mbind` succeeded.
+    pub(crate) fn bind_blocks(&self, base: *mut u8, from: usize, to: usize, rotation: u64) -> bool {
+        let mut off = from;
+        while off < to {
+            let end = (off / self.block + 1).saturating_mul(self.block).min(to);
+            let node = self.cyclic_node(rotation, off).unwrap_or(0);
+            let Some(one) = single(node) else { return false };
+            if sys::mbind(base.wrapping_add(off), end - off, sys::MPOL_BIND, one.as_words(), 0).is_err() {
+                return false;
+            }
+            off = end;
+        }
+        true
+    }
+}
+
+/// Keeps transparent huge pages out of an interleaved range: with them the
+/// kernel would interleave 2 MiB at a time.
+fn no_huge_pages(addr: *mut u8, len: usize) {
+    // SAFETY: the range is a fresh mapping of ours; the advice discards nothing.
+    let _ = unsafe { sys::madvise(addr, len, sys::MADV_NOHUGEPAGE) };
+}
+
+/// The set of one node, without the allocating error of `NodeSet::try_single`.
+pub(crate) fn single(node: usize) -> Option<NodeSet> {
+    (node < MAX_NODES).then(|| NodeSet::single(node))
+}
+
+#[cold]
+fn unbound() -> Binding {
+    stats::FALLBACKS.fetch_add(1, Ordering::Relaxed);
+    Binding::Unbound
+}
+
+/// Kernel mappings (VMAs) this allocator's cyclic bindings hold.
+static PIECES: AtomicUsize = AtomicUsize::new(0);
+/// The most it may hold: set from `vm.max_map_count` when a cyclic policy is
+/// installed (half of what the process has left), 16384 until then.
+static PIECE_LIMIT: AtomicUsize = AtomicUsize::new(16384);
+
+fn reserve_pieces(n: usize) -> bool {
+    let limit = PIECE_LIMIT.load(Ordering::Relaxed);
+    let before = PIECES.fetch_add(n, Ordering::Relaxed);
+    if before + n > limit {
+        PIECES.fetch_sub(n, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Gives back `n` pieces of a mapping that was unmapped.
+pub(crate) fn release_pieces(n: u32) {
+    if n > 0 {
+        PIECES.fetch_sub(n as usize, Ordering::Relaxed);
+    }
+}
+
+/// Recomputes the cyclic mapping budget (reads `/proc`, so it allocates: call
+/// it only from the public API, never from inside the allocator).
+pub(crate) fn refresh_piece_limit() {
+    let held = PIECES.load(Ordering::Relaxed);
+    let budget = crate::policy::map_budget();
+    PIECE_LIMIT.store(held + budget / 2, Ordering::Relaxed);
+}
+
+/// How many mapping pieces the allocator's cyclic chunks hold.
+pub(crate) fn pieces_held() -> usize {
+    PIECES.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_normalise_single_node_spreads_to_bind() {
+        let one = NodeSet::single(2);
+        let bind = Key::new(&Policy::Bind(one), 0);
+        assert_eq!(Key::new(&Policy::Interleave(one), 5), bind);
+        assert_eq!(Key::new(&Policy::Cyclic { nodes: one, block: 4096 }, 1), bind);
+        assert_eq!(Key::new(&Policy::FirstTouch, 3).home(), Some(3));
+        assert_eq!(Key::new(&Policy::Bind(one), 3).home(), None);
+        let p = Policy::Cyclic { nodes: "0-1".parse().unwrap(), block: 8192 };
+        assert_eq!(Key::new(&p, 0).policy(), p);
+    }
+
+    #[test]
+    fn cyclic_rotation_counts_blocks_from_the_start() {
+        let k = Key::new(&Policy::Cyclic { nodes: "1,3,5".parse().unwrap(), block: 8192 }, 0);
+        let nodes: Vec<_> = (0..6).map(|b| k.cyclic_node(0, b * 8192 + 1).unwrap()).collect();
+        assert_eq!(nodes, [1, 3, 5, 1, 3, 5]);
+        let rotated: Vec<_> = (0..4).map(|b| k.cyclic_node(4, b * 8192).unwrap()).collect();
+        assert_eq!(rotated, [3, 5, 1, 3]);
+    }
+}

@@ -1,0 +1,348 @@
+#![doc = include_str!("README.md")]
+
+mod arena;
+mod chunk;
+mod class;
+mod heap;
+mod key;
+mod large;
+mod lock;
+mod stats;
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+pub use arena::ChunkInfo;
+pub use chunk::CHUNK_SIZE;
+pub use key::Binding;
+pub use stats::{AllocStats, ArenaStats, NodeStats};
+
+use class::Route;
+
+use crate::error::Result;
+use crate::policy::Policy;
+use crate::topology::Topology;
+
+/// The largest block served from size classes (bigger ones take whole
+/// 64 KiB units of a chunk, or above [`MEDIUM_MAX`] their own mapping).
+pub const SMALL_MAX: usize = class::SMALL_MAX;
+/// The largest block served from a chunk's units; larger blocks are mapped
+/// on their own.
+pub const MEDIUM_MAX: usize = class::MEDIUM_MAX;
+
+/// A global allocator whose pages follow the calling thread's NUMA policy.
+///
+/// Install it with `#[global_allocator]`; set policies with
+/// [`set_thread_policy`], [`with_policy`] and [`set_default_policy`]. The
+/// module documentation explains where a block's pages go and what a
+/// policy switch costs.
+///
+/// All instances share one process-wide state (arenas, thread caches,
+/// statistics), so calling the [`GlobalAlloc`] methods on a `NumaAlloc`
+/// that is not the global allocator works too, as the tests do.
+///
+/// # Examples
+///
+/// ```standalone_crate
+/// use skelaff_numa_alloc::alloc::NumaAlloc;
+///
+/// #[global_allocator]
+/// static GLOBAL: NumaAlloc = NumaAlloc::new();
+///
+/// let v: Vec<u64> = (0..1000).collect();
+/// assert_eq!(v.iter().sum::<u64>(), 999 * 1000 / 2);
+/// assert!(NumaAlloc::is_global());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NumaAlloc {
+    _private: (),
+}
+
+impl NumaAlloc {
+    /// The allocator (a unit value; `const` so it can be a `static`).
+    pub const fn new() -> Self {
+        Self { _private: () }
+    }
+
+    /// Whether `NumaAlloc` is this process's global allocator: allocates a
+    /// small `Box` through the global allocator and checks whether it came
+    /// from one of this allocator's chunks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Doctests use the system allocator.
+    /// assert!(!skelaff_numa_alloc::alloc::NumaAlloc::is_global());
+    /// ```
+    pub fn is_global() -> bool {
+        let b = std::hint::black_box(Box::new(0u64));
+        owns(&*b as *const u64 as *const u8)
+    }
+}
+
+static PAGE_SIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// The base page size, read once.
+pub(crate) fn page_size() -> usize {
+    let p = PAGE_SIZE.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    let p = crate::sys::page_size();
+    PAGE_SIZE.store(p, Ordering::Relaxed);
+    p
+}
+
+fn alloc_medium(units: usize, size: usize, zero: bool) -> *mut u8 {
+    let (arena, _) = heap::current_placement();
+    match arena::alloc_medium(arena, units) {
+        Some((p, clean)) => {
+            if zero && !clean {
+                // SAFETY: the block is ours and at least `size` bytes long.
+                unsafe { ptr::write_bytes(p.as_ptr(), 0, size) };
+            }
+            p.as_ptr()
+        }
+        None => ptr::null_mut(),
+    }
+}
+
+// SAFETY: every method returns either null or a block of at least
+// `layout.size()` bytes aligned to `layout.align()` that no other live
+// allocation overlaps (small blocks come from size classes whose every
+// block is aligned to the request's alignment, medium blocks are 64 KiB
+// aligned runs of units, large blocks are their own mappings aligned as
+// asked); `dealloc` and `realloc` recompute the path from the layout the
+// caller must pass unchanged. Nothing here allocates through the global
+// allocator or panics.
+unsafe impl GlobalAlloc for NumaAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        match class::route(layout.size(), layout.align()) {
+            Route::Small(c) => heap::alloc_small(c),
+            Route::Medium(units) => alloc_medium(units, layout.size(), false),
+            Route::Large => large::alloc(layout.size(), layout.align(), false),
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        if p.is_null() {
+            return;
+        }
+        match class::route(layout.size(), layout.align()) {
+            // SAFETY: the caller passes a live block with the layout it was
+            // allocated with, so the route is the one it came from.
+            Route::Small(c) => unsafe { heap::free_small(p, c) },
+            // SAFETY: as above.
+            Route::Medium(_) => unsafe { arena::free_medium(p) },
+            // SAFETY: as above.
+            Route::Large => unsafe { large::free(p) },
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        match class::route(layout.size(), layout.align()) {
+            Route::Small(c) => {
+                let p = heap::alloc_small(c);
+                if !p.is_null() {
+                    // SAFETY: the block holds at least `layout.size()` bytes.
+                    unsafe { ptr::write_bytes(p, 0, layout.size()) };
+                }
+                p
+            }
+            Route::Medium(units) => alloc_medium(units, layout.size(), true),
+            // Fresh from mmap (already zero) or from the cache (cleared).
+            Route::Large => large::alloc(layout.size(), layout.align(), true),
+        }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old = class::route(layout.size(), layout.align());
+        let new = class::route(new_size, layout.align());
+        match (old, new) {
+            (Route::Small(a), Route::Small(b)) if a == b => return p,
+            (Route::Medium(a), Route::Medium(b)) if a == b => return p,
+            (Route::Large, Route::Large) if layout.align() <= page_size() => {
+                // SAFETY: `p` is a live large block (its layout says so).
+                if let Some(q) = unsafe { large::realloc(p, new_size) } {
+                    return q;
+                }
+            }
+            _ => {}
+        }
+        // SAFETY: the caller guarantees `new_size`, rounded up to the
+        // alignment, does not overflow isize.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        // SAFETY: a valid non-zero layout (new_size > 0 per the contract).
+        let q = unsafe { self.alloc(new_layout) };
+        if !q.is_null() {
+            // SAFETY: both blocks are live, distinct, and at least this long.
+            unsafe {
+                ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
+                self.dealloc(p, layout);
+            }
+        }
+        q
+    }
+}
+
+/// Sets the calling thread's policy: blocks it allocates from now on follow
+/// `policy` (see the module docs for what that means for small, medium and
+/// large blocks). Blocks allocated before stay where they are.
+///
+/// Cheap: no system call; the thread hands its current spans back to their
+/// arenas (a lock each) so that its next small block comes from a chunk of
+/// the new policy. Harmless when `NumaAlloc` is not the global allocator.
+///
+/// # Errors
+///
+/// The policy is checked against the machine ([`Policy::validate`]):
+/// [`Error::NoSuchNode`](crate::Error::NoSuchNode),
+/// [`Error::NodeNotAllowed`](crate::Error::NodeNotAllowed),
+/// [`Error::EmptyNodeSet`](crate::Error::EmptyNodeSet),
+/// [`Error::BadBlockSize`](crate::Error::BadBlockSize); or
+/// [`Error::Topology`](crate::Error::Topology) if the machine cannot be read.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{alloc, NodeSet, Policy, Topology};
+///
+/// let node = Topology::get()?.nodes_with_cpus().first().unwrap();
+/// alloc::set_thread_policy(Policy::Bind(NodeSet::single(node)))?;
+/// assert_eq!(alloc::thread_policy(), Some(Policy::Bind(NodeSet::single(node))));
+/// assert!(alloc::set_thread_policy(Policy::Bind(NodeSet::single(1000))).is_err());
+/// alloc::clear_thread_policy();
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn set_thread_policy(policy: Policy) -> Result<()> {
+    validate(&policy)?;
+    heap::set_thread_policy(Some(policy));
+    Ok(())
+}
+
+/// Drops the calling thread's own policy: it follows the process default
+/// again.
+pub fn clear_thread_policy() {
+    heap::set_thread_policy(None);
+}
+
+/// The calling thread's own policy, if it set one.
+pub fn thread_policy() -> Option<Policy> {
+    heap::thread_policy()
+}
+
+/// Runs `f` with the calling thread's policy set to `policy`, then restores
+/// the previous one (also when `f` panics).
+///
+/// # Errors
+///
+/// As [`set_thread_policy`]; `f` does not run then.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{alloc, Policy, Topology};
+///
+/// let all = Topology::get()?.allowed_nodes();
+/// let v = alloc::with_policy(Policy::Interleave(all), || vec![0u8; 1 << 20])?;
+/// assert_eq!(v.len(), 1 << 20);
+/// assert_eq!(alloc::thread_policy(), None);
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn with_policy<R>(policy: Policy, f: impl FnOnce() -> R) -> Result<R> {
+    struct Restore(Option<Policy>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            heap::set_thread_policy(self.0);
+        }
+    }
+    let previous = thread_policy();
+    set_thread_policy(policy)?;
+    let _restore = Restore(previous);
+    Ok(f())
+}
+
+/// Sets the process-wide default policy, followed by threads that set none.
+/// Each such thread adopts it at its next refill: at the latest when the
+/// span it allocates a size class from runs out, and at once for medium and
+/// large blocks.
+///
+/// # Errors
+///
+/// As [`set_thread_policy`].
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{alloc, Policy, Topology};
+///
+/// let all = Topology::get()?.allowed_nodes();
+/// alloc::set_default_policy(Policy::Interleave(all))?;
+/// assert_eq!(alloc::default_policy(), Policy::Interleave(all));
+/// alloc::set_default_policy(Policy::FirstTouch)?;
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn set_default_policy(policy: Policy) -> Result<()> {
+    validate(&policy)?;
+    heap::set_default_policy(policy);
+    Ok(())
+}
+
+/// The process-wide default policy (first-touch until set).
+pub fn default_policy() -> Policy {
+    heap::default_policy()
+}
+
+/// The policy the calling thread's next new chunk or large block follows
+/// (its own, else the default; single-node interleave and cyclic read as
+/// bind), and for first-touch and local the node it is meant for.
+pub fn effective_policy() -> (Policy, Option<usize>) {
+    heap::effective()
+}
+
+/// Hands the calling thread's cached blocks and pending remote frees back
+/// to their arenas now rather than at thread exit (for accounting, or
+/// before a thread idles for long).
+pub fn flush_thread_cache() {
+    heap::flush_thread_cache();
+}
+
+/// A snapshot of the allocator's statistics: bytes and chunks per node,
+/// per arena, fallbacks, remote frees. Walks every chunk (a lock per
+/// arena); meant for reports, not hot loops.
+///
+/// # Examples
+///
+/// ```
+/// let s = skelaff_numa_alloc::alloc::stats();
+/// assert_eq!(s.fallbacks, 0);
+/// ```
+pub fn stats() -> AllocStats {
+    stats::snapshot(arena::arena_stats())
+}
+
+/// The chunk holding `p`, if `p` is inside one of this allocator's chunks
+/// (small and medium blocks; large blocks have their own mappings).
+pub fn chunk_info(p: *const u8) -> Option<ChunkInfo> {
+    arena::find_chunk(p)
+}
+
+/// Whether `p` points into one of this allocator's chunks.
+pub fn owns(p: *const u8) -> bool {
+    chunk_info(p).is_some()
+}
+
+fn validate(policy: &Policy) -> Result<()> {
+    policy.validate(Topology::get()?)?;
+    if matches!(policy, Policy::Cyclic { nodes, .. } if nodes.len() > 1) {
+        key::refresh_piece_limit();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,244 @@
+//! Counters the allocator keeps, and the snapshot [`AllocStats`] that
+//! [`stats`](super::stats) returns.
+//!
+//! Counters are relaxed atomics updated on slow paths only (a chunk mapped,
+//! a large block mapped, a batch of remote frees flushed); the fast paths
+//! count nothing.
+
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::key::{Binding, Key, Kind};
+use crate::policy::{Policy, interleave_node};
+use crate::sets::MAX_NODES;
+
+pub(crate) static FALLBACKS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static CYCLIC_INTERLEAVED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static REMOTE_FREES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static REMOTE_FLUSHES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static DEFERRED_FREES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static CHUNKS_MAPPED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static CHUNKS_UNMAPPED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LARGE_LIVE: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LARGE_BYTES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static UNBOUND_BYTES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static UNPLACED_BYTES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static NO_THREAD_EXIT_HOOK: AtomicU64 = AtomicU64::new(0);
+pub(crate) static OUT_OF_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// Per node: chunk bytes, whole chunks, large-block bytes meant for it.
+struct NodeCounters {
+    chunk_bytes: AtomicUsize,
+    chunks: AtomicUsize,
+    large_bytes: AtomicUsize,
+}
+
+static NODES: [NodeCounters; MAX_NODES] = [const {
+    NodeCounters { chunk_bytes: AtomicUsize::new(0), chunks: AtomicUsize::new(0), large_bytes: AtomicUsize::new(0) }
+}; MAX_NODES];
+
+/// What a mapping of `len` bytes at `addr` under `key` is counted as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Account {
+    Chunk,
+    Large,
+}
+
+/// Adds (`add = true`) or removes the bytes of a mapping to the per-node
+/// counters by intended placement: first-touch and local on the node the
+/// key was made for, bind and preferred to a single node on it, interleave
+/// page by page (page `i` of the mapping on node `i mod n` of the set: the
+/// kernel's dealing, up to where it starts), cyclic block by block. Bytes whose
+/// node the kernel chooses (bind to several nodes) count as unplaced; an
+/// unbound mapping counts as unbound.
+pub(crate) fn account(what: Account, key: &Key, binding: Binding, rotation: u64, len: usize, add: bool) {
+    let upd = |c: &AtomicUsize, v: usize| {
+        if add {
+            c.fetch_add(v, Ordering::Relaxed);
+        } else {
+            c.fetch_sub(v, Ordering::Relaxed);
+        }
+    };
+    let upd64 = |c: &AtomicU64, v: usize| {
+        if add {
+            c.fetch_add(v as u64, Ordering::Relaxed);
+        } else {
+            c.fetch_sub(v as u64, Ordering::Relaxed);
+        }
+    };
+    let bytes = |n: usize| match what {
+        Account::Chunk => &NODES[n].chunk_bytes,
+        Account::Large => &NODES[n].large_bytes,
+    };
+    let whole_chunk = |n: usize| {
+        if what == Account::Chunk {
+            upd(&NODES[n].chunks, 1);
+        }
+    };
+    if binding == Binding::Unbound {
+        upd64(&UNBOUND_BYTES, len);
+        return;
+    }
+    let single = match key.kind {
+        Kind::FirstTouch | Kind::Local | Kind::Preferred => Some(key.node),
+        Kind::Bind if key.nodes.len() == 1 => key.nodes.first(),
+        Kind::Bind => None,
+        Kind::Interleave | Kind::Cyclic => None,
+    };
+    if let Some(n) = single.filter(|&n| n < MAX_NODES) {
+        upd(bytes(n), len);
+        whole_chunk(n);
+        return;
+    }
+    let page = super::page_size();
+    match (key.kind, binding) {
+        (Kind::Interleave, _) | (Kind::Cyclic, Binding::Interleaved) => {
+            let mut off = 0;
+            while off < len {
+                upd(bytes(interleave_node(&key.nodes, off, page)), page.min(len - off));
+                off += page;
+            }
+        }
+        (Kind::Cyclic, _) => {
+            let mut off = 0;
+            while off < len {
+                let l = key.block.min(len - off);
+                upd(bytes(key.cyclic_node(rotation, off).unwrap_or(0)), l);
+                off += l;
+            }
+        }
+        _ => upd64(&UNPLACED_BYTES, len),
+    }
+}
+
+/// What one NUMA node holds of this allocator's memory, by intended
+/// placement (see [`AllocStats`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct NodeStats {
+    /// The node.
+    pub node: usize,
+    /// Bytes of chunks (small and medium blocks) meant for this node.
+    pub chunk_bytes: usize,
+    /// Chunks all of whose pages are meant for this node.
+    pub chunks: usize,
+    /// Bytes of large blocks (each its own mapping) meant for this node.
+    pub large_bytes: usize,
+}
+
+/// One arena: the chunks that share a placement.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ArenaStats {
+    /// The policy its chunks follow.
+    pub policy: Policy,
+    /// For first-touch and local arenas, the node whose threads use it.
+    pub home: Option<usize>,
+    /// Chunks mapped now.
+    pub chunks: usize,
+    /// Of those, chunks with nothing allocated (kept for reuse).
+    pub empty_chunks: usize,
+    /// Chunks whose binding the kernel refused.
+    pub unbound_chunks: usize,
+    /// Small blocks handed out and not yet returned to their spans: blocks
+    /// in use plus blocks cached by threads or waiting in remote-free batches.
+    pub small_blocks_out: usize,
+    /// Units (64 KiB) of medium blocks in use.
+    pub medium_units: usize,
+}
+
+/// A snapshot of the allocator's counters.
+///
+/// Node figures are by *intended* placement: what the policy asked the
+/// kernel for (first-touch chunks count on the node of the thread that
+/// mapped them). Where pages really are is the kernel's answer to
+/// `move_pages`, which [`Placement::query`](crate::Placement::query) asks.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct AllocStats {
+    /// Per node, nodes with nothing omitted, ascending.
+    pub nodes: Vec<NodeStats>,
+    /// Per arena, in creation order.
+    pub arenas: Vec<ArenaStats>,
+    /// Chunks mapped since start.
+    pub chunks_mapped: u64,
+    /// Chunks returned to the OS since start.
+    pub chunks_unmapped: u64,
+    /// Large blocks live now.
+    pub large_blocks: u64,
+    /// Bytes of large blocks live now (including their header page).
+    pub large_bytes: u64,
+    /// Bytes of freed large blocks kept mapped for reuse.
+    pub large_cached_bytes: usize,
+    /// Mappings (chunks or large blocks) the kernel refused to bind, left to
+    /// its default policy instead.
+    pub fallbacks: u64,
+    /// Cyclic mappings interleaved instead, to stay within `vm.max_map_count`.
+    pub cyclic_interleaved: u64,
+    /// Mapping pieces (VMAs) this allocator's cyclic bindings hold now.
+    pub cyclic_pieces: usize,
+    /// Bytes mapped now that are unbound after a fallback.
+    pub unbound_bytes: u64,
+    /// Bytes mapped now under bind to several nodes (the kernel picks).
+    pub unplaced_bytes: u64,
+    /// Small blocks freed by a thread onto a span another thread allocates
+    /// from (handed over lock-free, in batches).
+    pub remote_frees: u64,
+    /// Batches those remote frees travelled in.
+    pub remote_flushes: u64,
+    /// Small blocks freed onto spans no thread was allocating from (returned
+    /// to their arena under its lock, in batches).
+    pub deferred_frees: u64,
+    /// Threads whose cache could not get an exit hook (`pthread_key_create`
+    /// failed) and so run uncached.
+    pub uncached_threads: u64,
+    /// Requests refused for lack of memory (null returned).
+    pub out_of_memory: u64,
+}
+
+impl AllocStats {
+    /// The entry of `node`, if it holds anything.
+    pub fn node(&self, node: usize) -> Option<&NodeStats> {
+        self.nodes.iter().find(|n| n.node == node)
+    }
+
+    /// Small blocks out over all arenas.
+    pub fn small_blocks_out(&self) -> usize {
+        self.arenas.iter().map(|a| a.small_blocks_out).sum()
+    }
+
+    /// Chunks mapped now over all arenas.
+    pub fn chunks(&self) -> usize {
+        self.arenas.iter().map(|a| a.chunks).sum()
+    }
+}
+
+pub(crate) fn snapshot(arenas: Vec<ArenaStats>) -> AllocStats {
+    let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let nodes = NODES
+        .iter()
+        .enumerate()
+        .map(|(node, c)| NodeStats {
+            node,
+            chunk_bytes: c.chunk_bytes.load(Ordering::Relaxed),
+            chunks: c.chunks.load(Ordering::Relaxed),
+            large_bytes: c.large_bytes.load(Ordering::Relaxed),
+        })
+        .filter(|n| n.chunk_bytes != 0 || n.chunks != 0 || n.large_bytes != 0)
+        .collect();
+    AllocStats {
+        nodes,
+        arenas,
+        chunks_mapped: r(&CHUNKS_MAPPED),
+        chunks_unmapped: r(&CHUNKS_UNMAPPED),
+        large_blocks: r(&LARGE_LIVE),
+        large_bytes: r(&LARGE_BYTES),
+        large_cached_bytes: super::large::cached_bytes(),
+        fallbacks: r(&FALLBACKS),
+        cyclic_interleaved: r(&CYCLIC_INTERLEAVED),
+        cyclic_pieces: super::key::pieces_held(),
+        unbound_bytes: r(&UNBOUND_BYTES),
+        unplaced_bytes: r(&UNPLACED_BYTES),
+        remote_frees: r(&REMOTE_FREES),
+        remote_flushes: r(&REMOTE_FLUSHES),
+        deferred_frees: r(&DEFERRED_FREES),
+        uncached_threads: r(&NO_THREAD_EXIT_HOOK),
+        out_of_memory: r(&OUT_OF_MEMORY),
+    }
+}
