@@ -4,8 +4,8 @@
 //!
 //! [`atomically`](crate::atomically) drives one global engine; the loom
 //! model (`tests/loom.rs`) builds small engines of its own and runs this
-//! same code under the model checker. See `README.md` beside this file for
-//! the protocol step by step.
+//! same code under the model checker. The crate README describes the
+//! protocol step by step.
 
 use crossbeam_utils::CachePadded;
 
@@ -72,7 +72,6 @@ impl<const N: usize> Engine<N> {
     #[inline(always)]
     pub fn lock_for(&self, addr: usize) -> (usize, &AtomicU64) {
         let i = lock_index(addr, N);
-        // SAFETY-free: `i < N` by the mask; the compiler drops the bounds check.
         (i, &self.locks[i])
     }
 
@@ -269,7 +268,7 @@ unsafe impl Send for TxState {}
 impl TxState {
     /// A state for owner `owner` (1..=[`MAX_OWNER`](crate::lockword::MAX_OWNER)).
     pub fn new(owner: u64) -> Self {
-        debug_assert!(owner >= 1 && owner <= crate::lockword::MAX_OWNER);
+        debug_assert!((1..=crate::lockword::MAX_OWNER).contains(&owner));
         TxState { owner, ..Default::default() }
     }
 
