@@ -198,12 +198,10 @@ pub struct Tx {
 }
 
 impl Tx {
-    fn new() -> Tx {
-        let reg = registry();
-        let slot_no = reg.register();
+    fn new(slot_no: usize) -> Tx {
         Tx {
             st: TxState::new(slot_no as u64 + 1),
-            slot: &reg.slots[slot_no],
+            slot: &registry().slots[slot_no],
             slot_no,
             pending: None,
             allocs: Vec::new(),
@@ -468,11 +466,9 @@ impl Drop for AttemptGuard<'_> {
 
 impl Drop for Tx {
     fn drop(&mut self) {
-        let reg = registry();
         if !self.garbage.is_empty() {
-            reg.orphans.lock().extend(self.garbage.drain(..));
+            registry().orphans.lock().extend(self.garbage.drain(..));
         }
-        reg.unregister(self.slot_no);
     }
 }
 
@@ -521,11 +517,44 @@ struct Local {
     busy: Cell<bool>,
     /// Outstanding epoch pins.
     pins: Cell<u32>,
+    /// This thread's registry slot number, once registered.
+    slot: Cell<Option<usize>>,
     tx: UnsafeCell<Option<Tx>>,
 }
 
+impl Local {
+    /// This thread's slot number, registering the thread on first use.
+    fn slot_no(&self) -> usize {
+        match self.slot.get() {
+            Some(i) => i,
+            None => {
+                let i = registry().register();
+                self.slot.set(Some(i));
+                i
+            }
+        }
+    }
+
+    /// This thread's registry slot.
+    fn slot(&self) -> &'static Slot {
+        &registry().slots[self.slot_no()]
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // The descriptor first (its garbage goes to the orphans), then the slot.
+        drop(self.tx.get_mut().take());
+        if let Some(i) = self.slot.get() {
+            registry().unregister(i);
+        }
+    }
+}
+
 thread_local! {
-    static LOCAL: Local = const { Local { busy: Cell::new(false), pins: Cell::new(0), tx: UnsafeCell::new(None) } };
+    static LOCAL: Local = const {
+        Local { busy: Cell::new(false), pins: Cell::new(0), slot: Cell::new(None), tx: UnsafeCell::new(None) }
+    };
 }
 
 /// Clears `busy` when the transaction ends, also by unwinding.
@@ -557,10 +586,10 @@ fn with_tx<R>(f: impl FnOnce(&mut Tx) -> R) -> R {
         // SAFETY: `busy` was false and is true until `_reset` drops, so no
         // other reference to `tx` exists on this thread (and `Local` is
         // thread-local, so none on any other thread).
-        let slot = unsafe { &mut *l.tx.get() };
-        let tx = match slot {
+        let cell = unsafe { &mut *l.tx.get() };
+        let tx = match cell {
             Some(tx) => tx,
-            None => slot.insert(Tx::new()),
+            None => cell.insert(Tx::new(l.slot_no())),
         };
         f(tx)
     })
@@ -763,8 +792,7 @@ pub fn pin() -> Pin {
     LOCAL.with(|l| {
         let n = l.pins.get();
         if n == 0 {
-            let slot = slot_of(l);
-            slot.pin_start.store(ENGINE.now(), Ordering::Relaxed);
+            l.slot().pin_start.store(ENGINE.now(), Ordering::Relaxed);
             fence(Ordering::SeqCst);
         }
         l.pins.set(n + 1);
@@ -778,37 +806,22 @@ impl Drop for Pin {
             let n = l.pins.get() - 1;
             l.pins.set(n);
             if n == 0 {
-                slot_of(l).pin_start.store(INACTIVE, Ordering::Release);
+                l.slot().pin_start.store(INACTIVE, Ordering::Release);
             }
         });
-    }
-}
-
-/// The registry slot of this thread (registering it if needed). Reaches the
-/// descriptor only to read its `slot` field, which never changes once set.
-fn slot_of(l: &Local) -> &'static Slot {
-    // SAFETY: we only create a shared reference and read `slot`; when the
-    // descriptor is absent we create it only if no transaction is running
-    // (busy is false), so no `&mut Tx` is alive.
-    unsafe {
-        if let Some(tx) = &*l.tx.get() {
-            return tx.slot;
-        }
-        assert!(!l.busy.get(), "descriptor exists while a transaction runs");
-        (*l.tx.get()).insert(Tx::new()).slot
     }
 }
 
 impl Stats {
     /// The calling thread's counters.
     pub fn thread() -> Stats {
-        LOCAL.with(|l| slot_of(l).stats.snapshot())
+        LOCAL.with(|l| l.slot().stats.snapshot())
     }
 
     /// The calling thread's counters, and resets them to zero.
     pub fn take_thread() -> Stats {
         LOCAL.with(|l| {
-            let s = slot_of(l);
+            let s = l.slot();
             let snap = s.stats.snapshot();
             s.stats.reset();
             snap
