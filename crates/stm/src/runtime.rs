@@ -184,7 +184,6 @@ const COLLECT_MIN: usize = 64;
 pub struct Tx {
     st: TxState,
     slot: &'static Slot,
-    slot_no: usize,
     /// The first signal raised in this attempt; the attempt cannot commit
     /// while one is pending.
     pending: Option<TxError>,
@@ -202,7 +201,6 @@ impl Tx {
         Tx {
             st: TxState::new(slot_no as u64 + 1),
             slot: &registry().slots[slot_no],
-            slot_no,
             pending: None,
             allocs: Vec::new(),
             frees: Vec::new(),
