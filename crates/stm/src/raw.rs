@@ -248,6 +248,34 @@ pub enum Committed {
 /// One transaction's bookkeeping: the snapshot bound `rv`, the read set (lock
 /// indices) and the redo write set. Reused across attempts and transactions,
 /// so steady-state transactions allocate nothing.
+///
+/// # Examples
+///
+/// Driving the protocol by hand on a private engine (what the loom model does):
+///
+/// ```
+/// use std::sync::atomic::AtomicU64;
+/// use skelaff_stm::raw::{Committed, Engine, TxState};
+///
+/// let e: Engine<64> = Engine::new();
+/// let (a, b) = (AtomicU64::new(10), AtomicU64::new(0));
+/// let mut t = TxState::new(1);
+/// loop {
+///     t.begin(&e);
+///     let moved = (|| {
+///         let x = t.read(&e, &a)?;
+///         let y = t.read(&e, &b)?;
+///         t.write(&e, &a, x - 1);
+///         t.write(&e, &b, y + 1);
+///         t.commit(&e)
+///     })();
+///     match moved {
+///         Ok(c) => { assert_eq!(c, Committed::Wrote(1)); break }
+///         Err(_) => t.rollback(),
+///     }
+/// }
+/// assert_eq!((a.into_inner(), b.into_inner()), (9, 1));
+/// ```
 #[derive(Debug, Default)]
 pub struct TxState {
     rv: u64,
