@@ -175,6 +175,10 @@ struct Wake {
 static WAKE: Wake = Wake { waiters: AtomicUsize::new(0), lock: Mutex::new(()), cv: Condvar::new() };
 const RETRY_POLL: Duration = Duration::from_millis(1);
 
+/// Under suicide, every this many consecutive aborts of one transaction
+/// yield the CPU once.
+const SUICIDE_YIELD_EVERY: u32 = 8;
+
 /// Garbage count that triggers a reclamation pass.
 const COLLECT_MIN: usize = 64;
 
@@ -273,16 +277,26 @@ impl Tx {
     fn conflict(&mut self, reason: AbortReason, cfg: &Config, attempt: &mut u32) {
         self.rollback(reason);
         *attempt = attempt.saturating_add(1);
-        if let ContentionManager::Backoff { min_spins, max_spins } = cfg.contention {
-            let window = (u64::from(min_spins.max(1)) << (*attempt).min(24)).min(u64::from(max_spins.max(1)));
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            for _ in 0..self.rng % window {
-                core::hint::spin_loop();
+        match cfg.contention {
+            ContentionManager::Suicide => {
+                // Restart at once; but a run of aborts usually means the
+                // thread we conflict with is descheduled (more runnable
+                // threads than cores), and only yielding lets it finish.
+                if *attempt % SUICIDE_YIELD_EVERY == 0 {
+                    std::thread::yield_now();
+                }
             }
-            if *attempt > 16 {
-                std::thread::yield_now();
+            ContentionManager::Backoff { min_spins, max_spins } => {
+                let window = (u64::from(min_spins.max(1)) << (*attempt).min(24)).min(u64::from(max_spins.max(1)));
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                for _ in 0..self.rng % window {
+                    core::hint::spin_loop();
+                }
+                if *attempt > 16 {
+                    std::thread::yield_now();
+                }
             }
         }
         self.begin_again();
