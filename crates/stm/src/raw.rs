@@ -390,12 +390,15 @@ impl TxState {
             if l1 != l2 {
                 continue;
             }
-            if version(l1) > self.rv && !self.extend(e) {
-                return Err(AbortReason::ValidateOnRead);
-            }
             if version(l1) > self.rv {
-                // Extended, but the clock was read before this stripe's
-                // commit finished advancing it: read again.
+                // Newer than the snapshot: extend it if everything read so
+                // far is still current, then read again. The value loaded
+                // above must not be returned: it predates the extension, and
+                // a commit between that load and the extension's clock read
+                // may have replaced it within the new snapshot.
+                if !self.extend(e) {
+                    return Err(AbortReason::ValidateOnRead);
+                }
                 continue;
             }
             self.reads.push(idx as u32);
