@@ -3,6 +3,8 @@
 //! This umbrella crate re-exports the workspace's crates:
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
+//! - [`stm`]: the word-based STM, transactional allocation and collections.
 #![doc = ""]
 
 pub use skelaff_numa_alloc as numa;
+pub use skelaff_stm as stm;

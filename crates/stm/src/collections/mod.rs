@@ -1,0 +1,50 @@
+//! Transactional collections, generic over [`TxOps`](crate::TxOps): the
+//! same code runs in a real transaction and in a speculative shadow.
+//!
+//! | type | structure | like |
+//! |---|---|---|
+//! | [`TMap`] | ordered map, red-black tree with parent links | STAMP's `rbtree` |
+//! | [`THashMap`] | hash map, fixed power-of-two bucket array of chains | TinySTM intset `hs` |
+//! | [`TList`] | ordered map, sorted singly linked list | TinySTM intset `ll` |
+//! | [`TQueue`] | FIFO queue, linked, head and tail | STAMP's `queue` |
+//!
+//! Keys are immutable in every node (keys are stored plainly and nodes are
+//! relinked, never rekeyed), so a search reads only the links
+//! transactionally; values that can change live in a [`TVar`](crate::TVar).
+//! Nodes are allocated with [`TxOps::alloc`](crate::TxOps::alloc) and freed
+//! with [`TxOps::free`](crate::TxOps::free), so an aborted insert leaves no
+//! garbage and a removed node is reclaimed only when no transaction can
+//! still be reading it. Dropping a collection (exclusive access) frees its
+//! nodes at once.
+//!
+//! None of them keeps a size counter: it would make every pair of updates
+//! conflict. `len` walks the structure.
+
+mod hash;
+mod list;
+mod map;
+mod queue;
+
+pub use hash::{FxBuildHasher, FxHasher, THashMap};
+pub use list::TList;
+pub use map::TMap;
+pub use queue::TQueue;
+
+use crate::tvar::TVar;
+use crate::word::TPtr;
+
+/// A transactional link to a node.
+type Link<N> = TVar<Option<TPtr<N>>>;
+
+/// The node behind `p`.
+///
+/// # Safety
+///
+/// `p` was read from a link (or allocated) by the transaction running now
+/// and the reference is not used after it ends, or the caller has exclusive
+/// access to the collection (see [`TPtr::get`]).
+#[inline(always)]
+unsafe fn node<'a, N>(p: TPtr<N>) -> &'a N {
+    // SAFETY: forwarded to the caller.
+    unsafe { p.get() }
+}

@@ -1,0 +1,81 @@
+//! Transaction configuration: the contention manager.
+
+use core::str::FromStr;
+
+use crate::error::ConfigError;
+
+/// What a transaction does after a conflict, before it runs again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentionManager {
+    /// Abort and restart at once (TinySTM's default "suicide"); after every
+    /// 8 consecutive aborts of one transaction, yield the CPU once (the
+    /// conflicting thread may be descheduled while it holds its locks).
+    Suicide,
+    /// Abort, then wait a random number of spins drawn from `0..min(max_spins,
+    /// min_spins << attempt)` (randomized exponential backoff); after 16
+    /// attempts also yield the CPU.
+    Backoff {
+        /// Spins of the first backoff window.
+        min_spins: u32,
+        /// The largest window.
+        max_spins: u32,
+    },
+}
+
+impl ContentionManager {
+    /// Randomized exponential backoff with the default windows (16 to 16384 spins).
+    pub const BACKOFF: ContentionManager = ContentionManager::Backoff { min_spins: 16, max_spins: 1 << 14 };
+}
+
+impl FromStr for ContentionManager {
+    type Err = ConfigError;
+
+    /// `suicide` or `backoff`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "suicide" => Ok(ContentionManager::Suicide),
+            "backoff" => Ok(ContentionManager::BACKOFF),
+            other => Err(ConfigError::UnknownContentionManager(other.to_string())),
+        }
+    }
+}
+
+/// How [`atomically_with`](crate::atomically_with) runs a transaction.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically_with, Config, ContentionManager, TVar, TxOps};
+///
+/// let cfg = Config::new().contention("backoff".parse::<ContentionManager>()?);
+/// let v = TVar::new(1u8);
+/// assert_eq!(atomically_with(&cfg, |tx| tx.read(&v)), 1);
+/// # Ok::<(), skelaff_stm::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// The contention manager (default [`ContentionManager::Suicide`]).
+    pub contention: ContentionManager,
+}
+
+impl Config {
+    /// The default: suicide.
+    pub const DEFAULT: Config = Config { contention: ContentionManager::Suicide };
+
+    /// The default configuration.
+    pub const fn new() -> Self {
+        Self::DEFAULT
+    }
+
+    /// With contention manager `cm`.
+    pub const fn contention(mut self, cm: ContentionManager) -> Self {
+        self.contention = cm;
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}

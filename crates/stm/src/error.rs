@@ -1,0 +1,158 @@
+//! The signals and errors of transactions.
+
+use core::fmt;
+
+/// Why a transaction attempt was rolled back.
+///
+/// Counted per thread in [`Stats`](crate::Stats). The first four are
+/// conflicts, after which the transaction is re-run under the contention
+/// manager; the others end or suspend it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum AbortReason {
+    /// A read found its stripe locked by a committing transaction for longer
+    /// than the read spin allows.
+    LockedOnRead,
+    /// A read found a newer version and the read set no longer validated, so
+    /// the snapshot could not be extended.
+    ValidateOnRead,
+    /// Commit could not lock a stripe of its write set (held by another committer).
+    LockedOnCommit,
+    /// Commit-time validation of the read set failed.
+    ValidateOnCommit,
+    /// The transaction called [`TxOps::retry`](crate::TxOps::retry): it waits
+    /// until something it read changes.
+    Retry,
+    /// The closure returned a user error: the attempt is rolled back and the
+    /// error returned to the caller.
+    Explicit,
+    /// The closure panicked: the attempt is rolled back and the panic propagates.
+    Panic,
+}
+
+impl AbortReason {
+    /// Every reason, in counter order.
+    pub const ALL: [AbortReason; 7] = [
+        AbortReason::LockedOnRead,
+        AbortReason::ValidateOnRead,
+        AbortReason::LockedOnCommit,
+        AbortReason::ValidateOnCommit,
+        AbortReason::Retry,
+        AbortReason::Explicit,
+        AbortReason::Panic,
+    ];
+    /// How many reasons there are.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// A short stable name (used in figures and JSON).
+    pub const fn name(self) -> &'static str {
+        match self {
+            AbortReason::LockedOnRead => "locked_read",
+            AbortReason::ValidateOnRead => "validate_read",
+            AbortReason::LockedOnCommit => "locked_commit",
+            AbortReason::ValidateOnCommit => "validate_commit",
+            AbortReason::Retry => "retry",
+            AbortReason::Explicit => "explicit",
+            AbortReason::Panic => "panic",
+        }
+    }
+
+    /// Whether this reason is a conflict with another transaction (and the
+    /// attempt is re-run).
+    pub const fn is_conflict(self) -> bool {
+        matches!(
+            self,
+            AbortReason::LockedOnRead
+                | AbortReason::ValidateOnRead
+                | AbortReason::LockedOnCommit
+                | AbortReason::ValidateOnCommit
+        )
+    }
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a shadow (non-publishing) transaction stopped early.
+///
+/// The real STM never produces these; an implementation of
+/// [`TxOps`](crate::TxOps) that runs code speculatively (the helper
+/// threads' shadow) returns them so that user code unwinds with `?`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The shadow used up the number of operations it was allowed.
+    LifespanExhausted,
+    /// The shadow's private write log is full.
+    WriteLogFull,
+    /// The shadow was told to stop (its worker reached the same unit).
+    Cancelled,
+    /// The shadow met something it cannot run speculatively (for example `retry`).
+    Unsupported,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StopReason::LifespanExhausted => "lifespan exhausted",
+            StopReason::WriteLogFull => "write log full",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Unsupported => "operation not supported in a shadow",
+        })
+    }
+}
+
+/// The error of every fallible [`TxOps`](crate::TxOps) operation: a signal
+/// that the running transaction cannot go on, to be propagated with `?`.
+///
+/// User code does not handle these: it returns them (or its own error type,
+/// if that implements `From<TxError>`) from the transaction's closure, and
+/// [`atomically`](crate::atomically) acts on them: a conflict re-runs the
+/// transaction, a retry waits for a change and re-runs it. The real
+/// transaction also remembers the signal it raised, so a closure that
+/// swallows one still cannot commit.
+///
+/// This is a concrete type rather than an associated type of `TxOps` so
+/// that generic code (the collections, the worklist's `process`) has one
+/// error to propagate; an implementation of `TxOps` in another crate uses
+/// [`TxError::Stop`] for its own reasons to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum TxError {
+    /// The transaction conflicted with another one and will be re-run.
+    #[error("transaction conflict ({0}); the transaction is rolled back and re-run")]
+    Conflict(AbortReason),
+    /// The transaction asked to wait until something it read changes.
+    #[error("transaction retry: it waits until a variable it read changes, then re-runs")]
+    Retry,
+    /// A shadow transaction stopped; the real STM never returns this.
+    #[error("shadow transaction stopped: {0}")]
+    Stop(StopReason),
+}
+
+/// A configuration value could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// An unknown contention manager name.
+    #[error("unknown contention manager '{0}'; allowed: suicide, backoff")]
+    UnknownContentionManager(String),
+}
+
+/// The access sampler could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SamplerError {
+    /// The sampler of a thread can only be changed between transactions.
+    #[error("the access sampler cannot be changed inside a transaction; call it between transactions")]
+    InTransaction,
+    /// Period or capacity 0.
+    #[error("sampler {what} must be at least 1 (got 0)")]
+    Zero {
+        /// Which parameter was zero.
+        what: &'static str,
+    },
+}

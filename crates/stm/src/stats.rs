@@ -1,0 +1,194 @@
+//! Transaction statistics, per thread and summed over the process.
+
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::AbortReason;
+
+/// Counters of one thread (or a sum of threads).
+///
+/// Kept always on: a commit updates a handful of counters in a cache line
+/// only its own thread writes (plain loads and stores; see the crate
+/// README for the measured cost).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically, Stats, TVar, TxOps};
+///
+/// let v = TVar::new(0u32);
+/// Stats::take_thread();
+/// atomically(|tx| tx.update(&v, |x| x + 1));
+/// atomically(|tx| tx.read(&v));
+/// let s = Stats::thread();
+/// assert_eq!(s.commits, 2);
+/// assert_eq!(s.read_only_commits, 1);
+/// assert_eq!(s.total_aborts(), 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Committed transactions (including read-only ones).
+    pub commits: u64,
+    /// Committed transactions that wrote nothing.
+    pub read_only_commits: u64,
+    /// Rolled-back attempts, indexed by `AbortReason as usize` (see [`Stats::aborts_for`]).
+    pub aborts: [u64; AbortReason::COUNT],
+    /// Sum of the read-set sizes of committed transactions.
+    pub read_set_total: u64,
+    /// Sum of the write-set sizes of committed transactions.
+    pub write_set_total: u64,
+    /// The largest read set committed.
+    pub read_set_max: u64,
+    /// The largest write set committed.
+    pub write_set_max: u64,
+}
+
+impl Stats {
+    /// Rolled-back attempts for `reason`.
+    pub fn aborts_for(&self, reason: AbortReason) -> u64 {
+        self.aborts[reason as usize]
+    }
+
+    /// All rolled-back attempts.
+    pub fn total_aborts(&self) -> u64 {
+        self.aborts.iter().sum()
+    }
+
+    /// Rolled-back attempts because of conflicts (re-run automatically).
+    pub fn conflict_aborts(&self) -> u64 {
+        AbortReason::ALL.iter().filter(|r| r.is_conflict()).map(|&r| self.aborts_for(r)).sum()
+    }
+
+    /// Mean read-set size of committed transactions.
+    pub fn mean_read_set(&self) -> f64 {
+        if self.commits == 0 { 0.0 } else { self.read_set_total as f64 / self.commits as f64 }
+    }
+
+    /// Mean write-set size of committed transactions.
+    pub fn mean_write_set(&self) -> f64 {
+        if self.commits == 0 { 0.0 } else { self.write_set_total as f64 / self.commits as f64 }
+    }
+
+    /// Adds `other` into `self` (sums; maxima for the maxima).
+    pub fn merge(&mut self, other: &Stats) {
+        self.commits += other.commits;
+        self.read_only_commits += other.read_only_commits;
+        for (a, b) in self.aborts.iter_mut().zip(other.aborts) {
+            *a += b;
+        }
+        self.read_set_total += other.read_set_total;
+        self.write_set_total += other.write_set_total;
+        self.read_set_max = self.read_set_max.max(other.read_set_max);
+        self.write_set_max = self.write_set_max.max(other.write_set_max);
+    }
+
+    /// The counters as one JSON object (no dependencies needed to print it).
+    pub fn to_json(&self) -> String {
+        let aborts: Vec<String> =
+            AbortReason::ALL.iter().map(|r| format!("\"{}\":{}", r.name(), self.aborts_for(*r))).collect();
+        format!(
+            "{{\"commits\":{},\"read_only_commits\":{},\"aborts\":{},\"aborts_by_reason\":{{{}}},\
+             \"read_set_total\":{},\"write_set_total\":{},\"read_set_max\":{},\"write_set_max\":{}}}",
+            self.commits,
+            self.read_only_commits,
+            self.total_aborts(),
+            aborts.join(","),
+            self.read_set_total,
+            self.write_set_total,
+            self.read_set_max,
+            self.write_set_max
+        )
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "commits {} (read-only {}), aborts {}", self.commits, self.read_only_commits, self.total_aborts())?;
+        let mut first = true;
+        for r in AbortReason::ALL {
+            let n = self.aborts_for(r);
+            if n > 0 {
+                write!(f, "{}{} {}", if first { " (" } else { ", " }, r.name(), n)?;
+                first = false;
+            }
+        }
+        if !first {
+            f.write_str(")")?;
+        }
+        write!(f, ", mean read set {:.1}, mean write set {:.1}", self.mean_read_set(), self.mean_write_set())
+    }
+}
+
+/// The counters of one thread, in its registry slot: written only by that
+/// thread (relaxed load + store, no read-modify-write), read by anyone
+/// summing.
+#[derive(Debug, Default)]
+pub(crate) struct AtomicStats {
+    commits: AtomicU64,
+    read_only_commits: AtomicU64,
+    aborts: [AtomicU64; AbortReason::COUNT],
+    read_set_total: AtomicU64,
+    write_set_total: AtomicU64,
+    read_set_max: AtomicU64,
+    write_set_max: AtomicU64,
+}
+
+#[inline(always)]
+fn bump(a: &AtomicU64, by: u64) {
+    a.store(a.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+}
+
+#[inline(always)]
+fn raise(a: &AtomicU64, to: u64) {
+    if a.load(Ordering::Relaxed) < to {
+        a.store(to, Ordering::Relaxed);
+    }
+}
+
+impl AtomicStats {
+    /// Only the owning thread calls the recording methods.
+    #[inline(always)]
+    pub(crate) fn commit(&self, read_only: bool, reads: usize, writes: usize) {
+        bump(&self.commits, 1);
+        if read_only {
+            bump(&self.read_only_commits, 1);
+        }
+        bump(&self.read_set_total, reads as u64);
+        bump(&self.write_set_total, writes as u64);
+        raise(&self.read_set_max, reads as u64);
+        raise(&self.write_set_max, writes as u64);
+    }
+
+    #[inline]
+    pub(crate) fn abort(&self, reason: AbortReason) {
+        bump(&self.aborts[reason as usize], 1);
+    }
+
+    pub(crate) fn snapshot(&self) -> Stats {
+        Stats {
+            commits: self.commits.load(Ordering::Relaxed),
+            read_only_commits: self.read_only_commits.load(Ordering::Relaxed),
+            aborts: core::array::from_fn(|i| self.aborts[i].load(Ordering::Relaxed)),
+            read_set_total: self.read_set_total.load(Ordering::Relaxed),
+            write_set_total: self.write_set_total.load(Ordering::Relaxed),
+            read_set_max: self.read_set_max.load(Ordering::Relaxed),
+            write_set_max: self.write_set_max.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn reset(&self) {
+        for a in [
+            &self.commits,
+            &self.read_only_commits,
+            &self.read_set_total,
+            &self.write_set_total,
+            &self.read_set_max,
+            &self.write_set_max,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+        for a in &self.aborts {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+}

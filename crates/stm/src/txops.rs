@@ -1,0 +1,99 @@
+//! What code inside a transaction may do.
+
+use crate::error::TxError;
+use crate::tvar::TVar;
+use crate::word::{TPtr, Word};
+
+/// The operations available inside a transaction: read and write
+/// transactional words, allocate and free transactional objects, wait for a
+/// change.
+///
+/// The real transaction ([`Tx`](crate::Tx)) implements it, and so can a
+/// speculative *shadow* in another crate: its `read` looks in a private log
+/// keyed by [`TVar::addr`] and falls back to [`TVar::load_word`], its
+/// `write` goes to the log, its `alloc` makes a private object
+/// ([`TPtr::from_box`]), its `free` does nothing, and it stops with
+/// [`TxError::Stop`]. Code written against `TxOps` (the collections in
+/// [`collections`](crate::collections), a worklist's `process`) runs both ways.
+///
+/// Every fallible method returns [`TxError`]; propagate it with `?` and
+/// return it from the transaction's closure.
+///
+/// # Examples
+///
+/// A function that works in any transaction:
+///
+/// ```
+/// use skelaff_stm::{atomically, TVar, TxError, TxOps};
+///
+/// fn transfer<X: TxOps>(tx: &mut X, from: &TVar<u64>, to: &TVar<u64>, n: u64) -> Result<bool, TxError> {
+///     let f = tx.read(from)?;
+///     if f < n {
+///         return Ok(false);
+///     }
+///     tx.write(from, f - n)?;
+///     let t = tx.read(to)?;
+///     tx.write(to, t + n)?;
+///     Ok(true)
+/// }
+///
+/// let (a, b) = (TVar::new(5), TVar::new(0));
+/// assert!(atomically(|tx| transfer(tx, &a, &b, 3)));
+/// assert!(!atomically(|tx| transfer(tx, &a, &b, 3)));
+/// assert_eq!((a.load(), b.load()), (2, 3));
+/// ```
+pub trait TxOps {
+    /// Reads `var` as of the transaction's snapshot (or the value it wrote).
+    ///
+    /// # Errors
+    ///
+    /// A conflict (the real STM) or a stop (a shadow).
+    fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError>;
+
+    /// Writes `value` to `var`, visible to others when the transaction commits.
+    ///
+    /// # Errors
+    ///
+    /// A stop (a shadow whose log is full); the real STM never fails here.
+    fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError>;
+
+    /// Moves `value` to the heap as a transactional object. If the
+    /// transaction aborts, the object is dropped again.
+    ///
+    /// # Errors
+    ///
+    /// A stop (a shadow); the real STM never fails here.
+    fn alloc<T: Send + Sync + 'static>(&mut self, value: T) -> Result<TPtr<T>, TxError>;
+
+    /// Frees an object when (and only if) the transaction commits, once no
+    /// running transaction can still reach it.
+    ///
+    /// # Errors
+    ///
+    /// A stop (a shadow); the real STM never fails here.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr` came from [`TxOps::alloc`] (of this transaction or of one
+    ///   that committed) or from [`TPtr::from_box`];
+    /// - when this transaction commits, the object is unreachable from
+    ///   shared memory (this transaction unlinked it), and
+    /// - it is not freed again.
+    unsafe fn free<T: Send + Sync + 'static>(&mut self, ptr: TPtr<T>) -> Result<(), TxError>;
+
+    /// Asks to wait until something the transaction read changes, then run
+    /// it again; return the signal from the closure: `return Err(tx.retry())`.
+    fn retry(&mut self) -> TxError;
+
+    /// Reads `var`, applies `f`, writes the result and returns it.
+    ///
+    /// # Errors
+    ///
+    /// As [`TxOps::read`] and [`TxOps::write`].
+    #[inline]
+    fn update<T: Word>(&mut self, var: &TVar<T>, f: impl FnOnce(T) -> T) -> Result<T, TxError> {
+        let v = f(self.read(var)?);
+        self.write(var, v)?;
+        Ok(v)
+    }
+}

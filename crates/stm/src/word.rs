@@ -1,0 +1,315 @@
+//! Values that fit in one transactional word, and pointers to transactional
+//! objects.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::num::{
+    NonZeroI8, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroIsize, NonZeroU8, NonZeroU16, NonZeroU32, NonZeroU64,
+    NonZeroUsize,
+};
+use core::ptr::NonNull;
+
+/// A value that round-trips through a `u64`: what a [`TVar`](crate::TVar) holds.
+///
+/// `from_word(to_word(x)) == x` for every `x`. `from_word` is total: given a
+/// word no `to_word` produced it returns some value rather than panicking
+/// (that never happens through a `TVar`, which only holds words of its own
+/// type, but a speculative reader may call it on anything).
+///
+/// Implemented for the integers, `f32`/`f64` (by bits), `bool`, `char`,
+/// `()`, the `NonZero` integers and `Option` of them, [`TPtr`] and
+/// `Option<TPtr>`. Implement it for your own small handles (an index
+/// newtype, a packed pair of `u32`).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::Word;
+///
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Pair(u32, u32);
+///
+/// impl Word for Pair {
+///     fn to_word(self) -> u64 {
+///         (u64::from(self.0) << 32) | u64::from(self.1)
+///     }
+///     fn from_word(w: u64) -> Self {
+///         Pair((w >> 32) as u32, w as u32)
+///     }
+/// }
+///
+/// assert_eq!(Pair::from_word(Pair(7, 9).to_word()), Pair(7, 9));
+/// assert_eq!(f64::from_word((-1.5f64).to_word()), -1.5);
+/// ```
+pub trait Word: Copy + 'static {
+    /// The word for `self`.
+    fn to_word(self) -> u64;
+    /// The value for a word made by [`Word::to_word`].
+    fn from_word(w: u64) -> Self;
+}
+
+macro_rules! word_unsigned {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            fn to_word(self) -> u64 { self as u64 }
+            #[inline(always)]
+            fn from_word(w: u64) -> Self { w as $t }
+        }
+    )*};
+}
+word_unsigned!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+impl Word for bool {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_word(w: u64) -> Self {
+        w != 0
+    }
+}
+
+impl Word for char {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_word(w: u64) -> Self {
+        char::from_u32(w as u32).unwrap_or(char::REPLACEMENT_CHARACTER)
+    }
+}
+
+impl Word for f64 {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn from_word(w: u64) -> Self {
+        f64::from_bits(w)
+    }
+}
+
+impl Word for f32 {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    #[inline(always)]
+    fn from_word(w: u64) -> Self {
+        f32::from_bits(w as u32)
+    }
+}
+
+impl Word for () {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        0
+    }
+    #[inline(always)]
+    fn from_word(_: u64) -> Self {}
+}
+
+macro_rules! word_nonzero {
+    ($($nz:ty => $t:ty),*) => {$(
+        impl Word for Option<$nz> {
+            #[inline(always)]
+            fn to_word(self) -> u64 { self.map_or(0, |x| x.get() as u64) }
+            #[inline(always)]
+            fn from_word(w: u64) -> Self { <$nz>::new(w as $t) }
+        }
+        impl Word for $nz {
+            #[inline(always)]
+            fn to_word(self) -> u64 { self.get() as u64 }
+            #[inline(always)]
+            fn from_word(w: u64) -> Self { <$nz>::new(w as $t).unwrap_or(<$nz>::MAX) }
+        }
+    )*};
+}
+word_nonzero!(
+    NonZeroU8 => u8, NonZeroU16 => u16, NonZeroU32 => u32, NonZeroU64 => u64, NonZeroUsize => usize,
+    NonZeroI8 => i8, NonZeroI16 => i16, NonZeroI32 => i32, NonZeroI64 => i64, NonZeroIsize => isize
+);
+
+/// A pointer to a heap object shared through transactional variables: the
+/// link type of transactional data structures (store `Option<TPtr<Node>>`
+/// in a `TVar`).
+///
+/// Made by [`TxOps::alloc`](crate::TxOps::alloc) (inside a transaction: freed
+/// again if the transaction aborts) or [`TPtr::from_box`] (outside), and
+/// given back with [`TxOps::free`](crate::TxOps::free), which reclaims the
+/// object only after the freeing transaction commits and no running
+/// transaction can still reach it.
+///
+/// It is `Copy` and compares by address. Dereferencing is `unsafe`
+/// ([`TPtr::get`]): the pointer itself says nothing about whether the
+/// object is still alive.
+pub struct TPtr<T> {
+    ptr: NonNull<T>,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: a `TPtr` is an address; sending it lets another thread reach a `T`
+// by shared reference only (through `get`), which is sound when `T: Sync`,
+// and drop it (through `into_box`/reclamation) on another thread, which is
+// sound when `T: Send`.
+unsafe impl<T: Send + Sync> Send for TPtr<T> {}
+// SAFETY: as for `Send`: sharing a `TPtr` only shares the address.
+unsafe impl<T: Send + Sync> Sync for TPtr<T> {}
+
+impl<T> Clone for TPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for TPtr<T> {}
+impl<T> PartialEq for TPtr<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr == other.ptr
+    }
+}
+impl<T> Eq for TPtr<T> {}
+impl<T> fmt::Debug for TPtr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TPtr({:p})", self.ptr)
+    }
+}
+
+impl<T> TPtr<T> {
+    /// Moves `b` to a `TPtr` (the object lives until [`TPtr::into_box`] or a
+    /// transactional free).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::TPtr;
+    ///
+    /// let p = TPtr::from_box(Box::new(5u32));
+    /// // SAFETY: `p` is alive and not shared.
+    /// assert_eq!(unsafe { *p.get() }, 5);
+    /// // SAFETY: `p` came from `from_box` and is not used again.
+    /// drop(unsafe { p.into_box() });
+    /// ```
+    #[inline]
+    pub fn from_box(b: Box<T>) -> Self {
+        TPtr { ptr: NonNull::from(Box::leak(b)), _owns: PhantomData }
+    }
+
+    /// The pointer with address `addr`, `None` for 0 (the inverse of
+    /// [`TPtr::addr`]; no check that an object lives there).
+    #[inline(always)]
+    pub fn from_addr(addr: usize) -> Option<Self> {
+        NonNull::new(addr as *mut T).map(|ptr| TPtr { ptr, _owns: PhantomData })
+    }
+
+    /// The object's address.
+    #[inline(always)]
+    pub fn addr(self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    /// The raw pointer.
+    #[inline(always)]
+    pub fn as_ptr(self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// A shared reference to the object.
+    ///
+    /// # Safety
+    ///
+    /// The object must be alive for `'a`. That holds when:
+    ///
+    /// - the pointer was read from a `TVar` (or allocated) by the transaction
+    ///   that is running now, and the reference is not used after that
+    ///   transaction's closure returns (objects freed by other transactions
+    ///   are reclaimed only once no transaction that could have reached them
+    ///   is running), or
+    /// - the caller owns the object (made it with [`TPtr::from_box`] and
+    ///   has not freed it), or
+    /// - the caller holds an [`epoch guard`](crate::pin) taken before the
+    ///   pointer was read.
+    #[inline(always)]
+    pub unsafe fn get<'a>(self) -> &'a T {
+        // SAFETY: the caller guarantees the object is alive for 'a; TPtr
+        // only ever points at objects made from a Box, so it is aligned and
+        // initialised.
+        unsafe { &*self.ptr.as_ptr() }
+    }
+
+    /// Takes the object back.
+    ///
+    /// # Safety
+    ///
+    /// The pointer came from [`TPtr::from_box`] or an allocation that
+    /// committed, it is not freed in any other way, and no thread can reach
+    /// the object any more.
+    #[inline]
+    pub unsafe fn into_box(self) -> Box<T> {
+        // SAFETY: the caller guarantees exclusive ownership of a pointer that
+        // came from `Box::leak`.
+        unsafe { Box::from_raw(self.ptr.as_ptr()) }
+    }
+}
+
+impl<T: 'static> Word for TPtr<T> {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        self.addr() as u64
+    }
+    #[inline(always)]
+    fn from_word(w: u64) -> Self {
+        TPtr { ptr: NonNull::new(w as usize as *mut T).unwrap_or(NonNull::dangling()), _owns: PhantomData }
+    }
+}
+
+impl<T: 'static> Word for Option<TPtr<T>> {
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        self.map_or(0, |p| p.addr() as u64)
+    }
+    #[inline(always)]
+    fn from_word(w: u64) -> Self {
+        NonNull::new(w as usize as *mut T).map(|ptr| TPtr { ptr, _owns: PhantomData })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round<T: Word + PartialEq + fmt::Debug>(x: T) {
+        assert_eq!(T::from_word(x.to_word()), x);
+    }
+
+    #[test]
+    fn round_trips() {
+        round(u8::MAX);
+        round(-5i8);
+        round(i64::MIN);
+        round(usize::MAX);
+        round(-0.25f32);
+        round(f64::INFINITY);
+        round(true);
+        round('é');
+        round(());
+        round(NonZeroU32::new(9));
+        round(None::<NonZeroU64>);
+        round(NonZeroI16::new(-3).unwrap());
+        let b = TPtr::from_box(Box::new(1u8));
+        round(b);
+        round(Some(b));
+        round(None::<TPtr<u8>>);
+        // SAFETY: `b` came from from_box and is not used after.
+        drop(unsafe { b.into_box() });
+    }
+
+    #[test]
+    fn from_word_is_total() {
+        assert_eq!(char::from_word(0xD800), char::REPLACEMENT_CHARACTER);
+        assert_eq!(NonZeroU8::from_word(0), NonZeroU8::MAX);
+    }
+}
