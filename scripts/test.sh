@@ -7,4 +7,7 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --quiet
+# The STM's loom model of its lock and commit protocol (own target directory:
+# loom changes every dependency's cfg).
+RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --target-dir target/loom
 cargo xtask numa-vm

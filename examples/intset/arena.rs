@@ -34,10 +34,13 @@ pub(crate) struct Node<S: WordStm> {
     pub(crate) vars: Box<[S::Var]>,
 }
 
+/// A chunk of node slots, each filled once.
+type Chunk<S> = Box<[OnceLock<Node<S>>]>;
+
 /// Append-only node storage (nodes are never reused: no reclamation is
 /// needed, so no peer is handicapped by one). Up to 2^26 nodes.
 pub(crate) struct Arena<S: WordStm> {
-    chunks: Box<[OnceLock<Box<[OnceLock<Node<S>>]>>]>,
+    chunks: Box<[OnceLock<Chunk<S>>]>,
     next: AtomicUsize,
 }
 

@@ -611,12 +611,12 @@ fn main() -> ExitCode {
     if args.json {
         let aborts = if stm_stats { stats.total_aborts().to_string() } else { "null".into() };
         println!(
-            "{{\"benchmark\":\"intset\",\"structure\":\"{:?}\",\"backend\":\"{:?}\",\"threads\":{},\"initial\":{},\
+            "{{\"benchmark\":\"intset\",\"structure\":\"{}\",\"backend\":\"{}\",\"threads\":{},\"initial\":{},\
              \"range\":{},\"update\":{},\"alternate\":{},\"duration_s\":{:.4},\"txs\":{txs},\"txs_per_s\":{:.1},\
              \"read_txs\":{reads},\"update_txs\":{updates},\"commits\":{},\"aborts\":{aborts},\"size\":{final_size},\
              \"expected_size\":{expected},\"ok\":{ok},\"stats\":{}}}",
-            args.structure,
-            args.backend,
+            format!("{:?}", args.structure).to_lowercase(),
+            format!("{:?}", args.backend).to_lowercase(),
             args.threads,
             initial_size,
             p.range,

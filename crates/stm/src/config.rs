@@ -7,7 +7,9 @@ use crate::error::ConfigError;
 /// What a transaction does after a conflict, before it runs again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContentionManager {
-    /// Abort and restart at once (TinySTM's default "suicide").
+    /// Abort and restart at once (TinySTM's default "suicide"); after every
+    /// 8 consecutive aborts of one transaction, yield the CPU once (the
+    /// conflicting thread may be descheduled while it holds its locks).
     Suicide,
     /// Abort, then wait a random number of spins drawn from `0..min(max_spins,
     /// min_spins << attempt)` (randomized exponential backoff); after 16

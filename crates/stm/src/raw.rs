@@ -4,8 +4,8 @@
 //!
 //! [`atomically`](crate::atomically) drives one global engine; the loom
 //! model (`tests/loom.rs`) builds small engines of its own and runs this
-//! same code under the model checker. See `README.md` beside this file for
-//! the protocol step by step.
+//! same code under the model checker. The crate README describes the
+//! protocol step by step.
 
 use crossbeam_utils::CachePadded;
 
@@ -72,7 +72,6 @@ impl<const N: usize> Engine<N> {
     #[inline(always)]
     pub fn lock_for(&self, addr: usize) -> (usize, &AtomicU64) {
         let i = lock_index(addr, N);
-        // SAFETY-free: `i < N` by the mask; the compiler drops the bounds check.
         (i, &self.locks[i])
     }
 
@@ -249,6 +248,34 @@ pub enum Committed {
 /// One transaction's bookkeeping: the snapshot bound `rv`, the read set (lock
 /// indices) and the redo write set. Reused across attempts and transactions,
 /// so steady-state transactions allocate nothing.
+///
+/// # Examples
+///
+/// Driving the protocol by hand on a private engine (what the loom model does):
+///
+/// ```
+/// use std::sync::atomic::AtomicU64;
+/// use skelaff_stm::raw::{Committed, Engine, TxState};
+///
+/// let e: Engine<64> = Engine::new();
+/// let (a, b) = (AtomicU64::new(10), AtomicU64::new(0));
+/// let mut t = TxState::new(1);
+/// loop {
+///     t.begin(&e);
+///     let moved = (|| {
+///         let x = t.read(&e, &a)?;
+///         let y = t.read(&e, &b)?;
+///         t.write(&e, &a, x - 1);
+///         t.write(&e, &b, y + 1);
+///         t.commit(&e)
+///     })();
+///     match moved {
+///         Ok(c) => { assert_eq!(c, Committed::Wrote(1)); break }
+///         Err(_) => t.rollback(),
+///     }
+/// }
+/// assert_eq!((a.into_inner(), b.into_inner()), (9, 1));
+/// ```
 #[derive(Debug, Default)]
 pub struct TxState {
     rv: u64,
@@ -269,7 +296,7 @@ unsafe impl Send for TxState {}
 impl TxState {
     /// A state for owner `owner` (1..=[`MAX_OWNER`](crate::lockword::MAX_OWNER)).
     pub fn new(owner: u64) -> Self {
-        debug_assert!(owner >= 1 && owner <= crate::lockword::MAX_OWNER);
+        debug_assert!((1..=crate::lockword::MAX_OWNER).contains(&owner));
         TxState { owner, ..Default::default() }
     }
 
@@ -363,12 +390,15 @@ impl TxState {
             if l1 != l2 {
                 continue;
             }
-            if version(l1) > self.rv && !self.extend(e) {
-                return Err(AbortReason::ValidateOnRead);
-            }
             if version(l1) > self.rv {
-                // Extended, but the clock was read before this stripe's
-                // commit finished advancing it: read again.
+                // Newer than the snapshot: extend it if everything read so
+                // far is still current, then read again. The value loaded
+                // above must not be returned: it predates the extension, and
+                // a commit between that load and the extension's clock read
+                // may have replaced it within the new snapshot.
+                if !self.extend(e) {
+                    return Err(AbortReason::ValidateOnRead);
+                }
                 continue;
             }
             self.reads.push(idx as u32);

@@ -175,6 +175,10 @@ struct Wake {
 static WAKE: Wake = Wake { waiters: AtomicUsize::new(0), lock: Mutex::new(()), cv: Condvar::new() };
 const RETRY_POLL: Duration = Duration::from_millis(1);
 
+/// Under suicide, every this many consecutive aborts of one transaction
+/// yield the CPU once.
+const SUICIDE_YIELD_EVERY: u32 = 8;
+
 /// Garbage count that triggers a reclamation pass.
 const COLLECT_MIN: usize = 64;
 
@@ -184,7 +188,6 @@ const COLLECT_MIN: usize = 64;
 pub struct Tx {
     st: TxState,
     slot: &'static Slot,
-    slot_no: usize,
     /// The first signal raised in this attempt; the attempt cannot commit
     /// while one is pending.
     pending: Option<TxError>,
@@ -198,13 +201,10 @@ pub struct Tx {
 }
 
 impl Tx {
-    fn new() -> Tx {
-        let reg = registry();
-        let slot_no = reg.register();
+    fn new(slot_no: usize) -> Tx {
         Tx {
             st: TxState::new(slot_no as u64 + 1),
-            slot: &reg.slots[slot_no],
-            slot_no,
+            slot: &registry().slots[slot_no],
             pending: None,
             allocs: Vec::new(),
             frees: Vec::new(),
@@ -277,16 +277,26 @@ impl Tx {
     fn conflict(&mut self, reason: AbortReason, cfg: &Config, attempt: &mut u32) {
         self.rollback(reason);
         *attempt = attempt.saturating_add(1);
-        if let ContentionManager::Backoff { min_spins, max_spins } = cfg.contention {
-            let window = (u64::from(min_spins.max(1)) << (*attempt).min(24)).min(u64::from(max_spins.max(1)));
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            for _ in 0..self.rng % window {
-                core::hint::spin_loop();
+        match cfg.contention {
+            ContentionManager::Suicide => {
+                // Restart at once; but a run of aborts usually means the
+                // thread we conflict with is descheduled (more runnable
+                // threads than cores), and only yielding lets it finish.
+                if *attempt % SUICIDE_YIELD_EVERY == 0 {
+                    std::thread::yield_now();
+                }
             }
-            if *attempt > 16 {
-                std::thread::yield_now();
+            ContentionManager::Backoff { min_spins, max_spins } => {
+                let window = (u64::from(min_spins.max(1)) << (*attempt).min(24)).min(u64::from(max_spins.max(1)));
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                for _ in 0..self.rng % window {
+                    core::hint::spin_loop();
+                }
+                if *attempt > 16 {
+                    std::thread::yield_now();
+                }
             }
         }
         self.begin_again();
@@ -468,11 +478,9 @@ impl Drop for AttemptGuard<'_> {
 
 impl Drop for Tx {
     fn drop(&mut self) {
-        let reg = registry();
         if !self.garbage.is_empty() {
-            reg.orphans.lock().extend(self.garbage.drain(..));
+            registry().orphans.lock().extend(self.garbage.drain(..));
         }
-        reg.unregister(self.slot_no);
     }
 }
 
@@ -521,11 +529,44 @@ struct Local {
     busy: Cell<bool>,
     /// Outstanding epoch pins.
     pins: Cell<u32>,
+    /// This thread's registry slot number, once registered.
+    slot: Cell<Option<usize>>,
     tx: UnsafeCell<Option<Tx>>,
 }
 
+impl Local {
+    /// This thread's slot number, registering the thread on first use.
+    fn slot_no(&self) -> usize {
+        match self.slot.get() {
+            Some(i) => i,
+            None => {
+                let i = registry().register();
+                self.slot.set(Some(i));
+                i
+            }
+        }
+    }
+
+    /// This thread's registry slot.
+    fn slot(&self) -> &'static Slot {
+        &registry().slots[self.slot_no()]
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // The descriptor first (its garbage goes to the orphans), then the slot.
+        drop(self.tx.get_mut().take());
+        if let Some(i) = self.slot.get() {
+            registry().unregister(i);
+        }
+    }
+}
+
 thread_local! {
-    static LOCAL: Local = const { Local { busy: Cell::new(false), pins: Cell::new(0), tx: UnsafeCell::new(None) } };
+    static LOCAL: Local = const {
+        Local { busy: Cell::new(false), pins: Cell::new(0), slot: Cell::new(None), tx: UnsafeCell::new(None) }
+    };
 }
 
 /// Clears `busy` when the transaction ends, also by unwinding.
@@ -557,10 +598,10 @@ fn with_tx<R>(f: impl FnOnce(&mut Tx) -> R) -> R {
         // SAFETY: `busy` was false and is true until `_reset` drops, so no
         // other reference to `tx` exists on this thread (and `Local` is
         // thread-local, so none on any other thread).
-        let slot = unsafe { &mut *l.tx.get() };
-        let tx = match slot {
+        let cell = unsafe { &mut *l.tx.get() };
+        let tx = match cell {
             Some(tx) => tx,
-            None => slot.insert(Tx::new()),
+            None => cell.insert(Tx::new(l.slot_no())),
         };
         f(tx)
     })
@@ -763,8 +804,7 @@ pub fn pin() -> Pin {
     LOCAL.with(|l| {
         let n = l.pins.get();
         if n == 0 {
-            let slot = slot_of(l);
-            slot.pin_start.store(ENGINE.now(), Ordering::Relaxed);
+            l.slot().pin_start.store(ENGINE.now(), Ordering::Relaxed);
             fence(Ordering::SeqCst);
         }
         l.pins.set(n + 1);
@@ -778,37 +818,22 @@ impl Drop for Pin {
             let n = l.pins.get() - 1;
             l.pins.set(n);
             if n == 0 {
-                slot_of(l).pin_start.store(INACTIVE, Ordering::Release);
+                l.slot().pin_start.store(INACTIVE, Ordering::Release);
             }
         });
-    }
-}
-
-/// The registry slot of this thread (registering it if needed). Reaches the
-/// descriptor only to read its `slot` field, which never changes once set.
-fn slot_of(l: &Local) -> &'static Slot {
-    // SAFETY: we only create a shared reference and read `slot`; when the
-    // descriptor is absent we create it only if no transaction is running
-    // (busy is false), so no `&mut Tx` is alive.
-    unsafe {
-        if let Some(tx) = &*l.tx.get() {
-            return tx.slot;
-        }
-        assert!(!l.busy.get(), "descriptor exists while a transaction runs");
-        (*l.tx.get()).insert(Tx::new()).slot
     }
 }
 
 impl Stats {
     /// The calling thread's counters.
     pub fn thread() -> Stats {
-        LOCAL.with(|l| slot_of(l).stats.snapshot())
+        LOCAL.with(|l| l.slot().stats.snapshot())
     }
 
     /// The calling thread's counters, and resets them to zero.
     pub fn take_thread() -> Stats {
         LOCAL.with(|l| {
-            let s = slot_of(l);
+            let s = l.slot();
             let snap = s.stats.snapshot();
             s.stats.reset();
             snap

@@ -2,6 +2,8 @@
 //! changes, inside any transaction or after; no update is lost.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use skelaff_stm::{Config, ContentionManager, TVar, TxOps, atomically, atomically_with};
@@ -88,7 +90,7 @@ fn run_bank(cm: ContentionManager, transfers: usize) {
     assert_eq!(touched, 2 * (transfers / THREADS * THREADS) as u64, "an update was lost");
     assert!(moved.load(Ordering::Relaxed) > 0, "no transfer succeeded");
     assert!(audits.load(Ordering::Relaxed) > 0, "the auditor never ran");
-    assert_eq!(skelaff_stm::locked_stripes(), 0);
+    common::assert_no_lock_left();
 }
 
 #[test]

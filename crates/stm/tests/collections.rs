@@ -3,6 +3,8 @@
 //! a final-state check.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use proptest::prelude::*;
@@ -247,7 +249,7 @@ fn stress_map(m: &(impl MapUnderTest + Sync)) {
     all.sort_unstable();
     m.check();
     assert_eq!(m.sorted(), all);
-    assert_eq!(skelaff_stm::locked_stripes(), 0);
+    common::assert_no_lock_left();
 }
 
 #[test]

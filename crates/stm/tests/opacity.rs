@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use skelaff_stm::{TVar, TxOps, atomically};
 
 const VARS: usize = 8;
-const READER_TXS: u64 = 800_000;
+const READER_TXS: u64 = 1_000_000;
 const WRITER_TXS: u64 = 200_000;
 
 #[test]

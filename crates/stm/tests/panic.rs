@@ -2,11 +2,13 @@
 //! nothing, drops what it allocated, and the thread can go on.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use skelaff_stm::{AbortReason, Stats, TPtr, TVar, TxOps, atomically, locked_stripes};
+use skelaff_stm::{AbortReason, Stats, TPtr, TVar, TxOps, atomically};
 
 struct Counted(Arc<AtomicUsize>);
 
@@ -36,7 +38,7 @@ fn a_panic_writes_nothing_and_frees_every_lock() {
         })
     }));
     assert!(r.is_err(), "the panic must propagate");
-    assert_eq!(locked_stripes(), 0, "a lock survived the panic");
+    common::assert_no_lock_left();
     for (i, v) in vars.iter().enumerate() {
         assert_eq!(v.load(), i as u64, "a write of the panicking transaction became visible");
     }
@@ -71,7 +73,7 @@ fn a_panic_while_others_commit_leaves_no_lock() {
             }));
         }
     });
-    assert_eq!(locked_stripes(), 0);
+    common::assert_no_lock_left();
     assert_eq!(v.load(), 50_000 + 1_000 * 1_000_000);
 }
 
