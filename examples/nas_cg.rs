@@ -17,7 +17,7 @@ use clap::Parser;
 use serde_json::json;
 use skelaff::numa::Topology;
 use skelaff::spmv::nas::{self, Class};
-use skelaff::spmv::{ArrayPlacement, Masa, Schedule, Simd, SpmvOptions, SplitKind};
+use skelaff::spmv::{ArrayPlacement, Masa, Schedule, Simd, SplitKind, SpmvOptions};
 
 /// NAS CG on a pinned thread team, verified against NPB's official zeta.
 #[derive(Parser, Debug)]
@@ -97,7 +97,9 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     println!(" Mop/s total     =             {:12.2}", r.mops);
     println!(" Nonzeros        =             {:12}", r.nnz);
     if topo.nodes().len() == 1 {
-        println!(" Note: this machine has 1 NUMA node; every placement puts every page on it, so MASA cannot beat first touch here.");
+        println!(
+            " Note: this machine has 1 NUMA node; every placement puts every page on it, so MASA cannot beat first touch here."
+        );
     }
     if args.json {
         let j = json!({

@@ -32,7 +32,7 @@ use serde_json::json;
 use skelaff::numa::Topology;
 use skelaff::spmv::nas::{self, Class};
 use skelaff::spmv::{
-    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, Simd, SpmvOptions, SplitKind, SymSpmv,
+    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, Simd, SplitKind, SpmvOptions, SymSpmv,
     SymVariant, TeamSpmv, Triplets, lower_triangle, mm, stream,
 };
 
@@ -233,7 +233,10 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         opts.simd,
         !args.no_huge_pages
     );
-    println!("result     max relative error {err:.2e} against the sequential reference: {}", if correct { "ok" } else { "WRONG" });
+    println!(
+        "result     max relative error {err:.2e} against the sequential reference: {}",
+        if correct { "ok" } else { "WRONG" }
+    );
     println!("time       median {:.3} ms, best {:.3} ms over {} SpMVs", med * 1e3, best * 1e3, args.reps);
     println!("bandwidth  {gbs:.2} GB/s by the byte model ({:.1} MB per SpMV)", bytes / 1e6);
     println!(
@@ -243,12 +246,18 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         (stream_len * 8) >> 20,
         args.threads
     );
-    println!("ratio      {:.2} of the triad (4 KiB pages), {:.2} of the triad (huge pages)", gbs / triad.gbs(), gbs / triad_thp.gbs());
+    println!(
+        "ratio      {:.2} of the triad (4 KiB pages), {:.2} of the triad (huge pages)",
+        gbs / triad.gbs(),
+        gbs / triad_thp.gbs()
+    );
     for l in &peer_lines {
         println!("{l}");
     }
     if nodes == 1 {
-        println!("note       this machine has 1 NUMA node: every placement puts every page on it, so MASA cannot beat first touch here");
+        println!(
+            "note       this machine has 1 NUMA node: every placement puts every page on it, so MASA cannot beat first touch here"
+        );
     }
     if args.json {
         let j = json!({

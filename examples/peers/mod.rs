@@ -16,12 +16,8 @@ pub(crate) struct Sprs {
 impl Sprs {
     /// Copies `a`.
     pub(crate) fn new(a: &Csr) -> Sprs {
-        let m = sprs::CsMatI::new(
-            (a.nrows(), a.ncols()),
-            a.row_ptr().to_vec(),
-            a.col_idx().to_vec(),
-            a.values().to_vec(),
-        );
+        let m =
+            sprs::CsMatI::new((a.nrows(), a.ncols()), a.row_ptr().to_vec(), a.col_idx().to_vec(), a.values().to_vec());
         Sprs { a: m }
     }
 

@@ -131,13 +131,7 @@ pub struct CgReport {
 /// assert!(report.converged && report.iterations <= n);
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-pub fn solve(
-    team: &Team,
-    op: &mut impl TeamSpmv<f64>,
-    b: &[f64],
-    x: &mut [f64],
-    opts: CgOptions,
-) -> Result<CgReport> {
+pub fn solve(team: &Team, op: &mut impl TeamSpmv<f64>, b: &[f64], x: &mut [f64], opts: CgOptions) -> Result<CgReport> {
     let n = op.nrows();
     if op.ncols() != n {
         return Err(Error::NotSquare { what: "CG", nrows: n, ncols: op.ncols() });

@@ -151,8 +151,9 @@ pub(crate) mod portable {
         let n = idx.len();
         let mut acc = [T::ZERO; 4];
         let mut k = 0;
-        // SAFETY (all `get_unchecked` below): `k + 3 < n <= val.len()`, and
-        // `idx[k] < x.len()` by the contract.
+        // SAFETY: every `get_unchecked` below reads position `k < n <=
+        // val.len()` of `idx`/`val` and `x[idx[k]]` with `idx[k] < x.len()`
+        // (the contract).
         unsafe {
             let g = |k: usize| *val.get_unchecked(k) * *x.get_unchecked(*idx.get_unchecked(k) as usize);
             while k + 4 <= n {

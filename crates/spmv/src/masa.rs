@@ -175,7 +175,10 @@ pub fn algorithm1(dim_total: usize, nthreads: usize, mnodes: usize, lcores: usiz
         return Err(Error::BadChunking { what: "at least one core per node", value: 0 });
     }
     if nthreads > mnodes.saturating_mul(lcores) {
-        return Err(Error::BadChunking { what: "at most one thread per core (nthreads <= mnodes * lcores)", value: nthreads });
+        return Err(Error::BadChunking {
+            what: "at most one thread per core (nthreads <= mnodes * lcores)",
+            value: nthreads,
+        });
     }
     let per_thread = per_thread_sizes(dim_total, nthreads);
     let per_node = (0..mnodes)
@@ -559,7 +562,8 @@ impl Masa {
     pub fn node_ranges(&self, bounds: &[usize], elem_size: usize, mapped: usize) -> Vec<NodeRange> {
         assert_eq!(bounds.len(), self.threads() + 1, "one bound per thread plus one");
         let ps = self.page_size;
-        let round = |b: usize| (b.saturating_mul(elem_size).saturating_add(ps / 2).saturating_sub(1) / ps * ps).min(mapped);
+        let round =
+            |b: usize| (b.saturating_mul(elem_size).saturating_add(ps / 2).saturating_sub(1) / ps * ps).min(mapped);
         let groups = self.layout.node_groups();
         let last = groups.len() - 1;
         groups

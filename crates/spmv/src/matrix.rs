@@ -50,7 +50,13 @@ impl<T: Scalar> Compressed<T> {
         check_dim("the nonzero count", idx.len())?;
         let bad = |msg: String| Err(Error::InvalidStructure(msg));
         if ptr.len() != major + 1 {
-            return bad(format!("the pointer array has {} entries; {} {} need {}", ptr.len(), major, names.0, major + 1));
+            return bad(format!(
+                "the pointer array has {} entries; {} {} need {}",
+                ptr.len(),
+                major,
+                names.0,
+                major + 1
+            ));
         }
         if ptr[0] != 0 {
             return bad(format!("the pointer array starts at {}, it must start at 0", ptr[0]));
@@ -247,8 +253,7 @@ impl<T: Scalar> Csr<T> {
         col_idx: impl Into<SharedArray<u32>>,
         values: impl Into<SharedArray<T>>,
     ) -> Result<Self> {
-        let c =
-            Compressed::new(nrows, ncols, row_ptr.into(), col_idx.into(), values.into(), ("rows", "columns"))?;
+        let c = Compressed::new(nrows, ncols, row_ptr.into(), col_idx.into(), values.into(), ("rows", "columns"))?;
         Ok(Csr(c))
     }
 
@@ -327,8 +332,7 @@ impl<T: Scalar> Csc<T> {
         row_idx: impl Into<SharedArray<u32>>,
         values: impl Into<SharedArray<T>>,
     ) -> Result<Self> {
-        let c =
-            Compressed::new(ncols, nrows, col_ptr.into(), row_idx.into(), values.into(), ("columns", "rows"))?;
+        let c = Compressed::new(ncols, nrows, col_ptr.into(), row_idx.into(), values.into(), ("columns", "rows"))?;
         Ok(Csc(c))
     }
 
@@ -474,7 +478,11 @@ impl<T: Scalar> Triplets<T> {
             return Err(Error::IndexOutOfRange { row, col, nrows: self.nrows, ncols: self.ncols });
         }
         if self.vals.len() >= MAX_INDEX {
-            return Err(Error::TooLarge { what: "the entry count", value: MAX_INDEX as u64 + 1, max: MAX_INDEX as u64 });
+            return Err(Error::TooLarge {
+                what: "the entry count",
+                value: MAX_INDEX as u64 + 1,
+                max: MAX_INDEX as u64,
+            });
         }
         self.rows.push(row as u32);
         self.cols.push(col as u32);
@@ -595,12 +603,12 @@ mod tests {
     fn from_parts_validates() {
         assert!(Csr::<f64>::from_parts(2, 2, vec![0, 1, 1], vec![1], vec![1.0]).is_ok());
         let cases: Vec<(Vec<u32>, Vec<u32>, Vec<f64>)> = vec![
-            (vec![0, 1], vec![0], vec![1.0]),         // too few pointers
-            (vec![1, 1, 1], vec![0], vec![1.0]),      // does not start at 0
+            (vec![0, 1], vec![0], vec![1.0]),            // too few pointers
+            (vec![1, 1, 1], vec![0], vec![1.0]),         // does not start at 0
             (vec![0, 2, 1], vec![0, 1], vec![1.0, 2.0]), // decreasing
-            (vec![0, 1, 2], vec![0], vec![1.0]),      // last pointer != nnz
-            (vec![0, 1, 1], vec![2], vec![1.0]),      // index out of range
-            (vec![0, 1, 1], vec![0], vec![]),         // values missing
+            (vec![0, 1, 2], vec![0], vec![1.0]),         // last pointer != nnz
+            (vec![0, 1, 1], vec![2], vec![1.0]),         // index out of range
+            (vec![0, 1, 1], vec![0], vec![]),            // values missing
         ];
         for (p, i, v) in cases {
             let e = Csr::<f64>::from_parts(2, 2, p.clone(), i, v).unwrap_err();

@@ -122,7 +122,8 @@ fn parse_header(line: &str) -> Result<Header, Kind> {
 }
 
 fn parse_uint(text: &str) -> Result<u64, Kind> {
-    text.parse::<u64>().map_err(|_| Kind::BadNumber { text: text.chars().take(60).collect(), expected: "a non-negative integer" })
+    text.parse::<u64>()
+        .map_err(|_| Kind::BadNumber { text: text.chars().take(60).collect(), expected: "a non-negative integer" })
 }
 
 fn parse_value<T: Scalar>(text: &str, field: Field) -> Result<T, Kind> {

@@ -355,7 +355,8 @@ pub fn run(masa: &Masa, team: &Team, class: Class, opts: SpmvOptions) -> Result<
                 unsafe {
                     v.q.range_mut(rows.clone()).fill(0.0);
                     v.z.range_mut(rows.clone()).fill(0.0);
-                    let (xr, rr, pr) = (x.range_mut(rows.clone()), v.r.range_mut(rows.clone()), v.p.range_mut(rows.clone()));
+                    let (xr, rr, pr) =
+                        (x.range_mut(rows.clone()), v.r.range_mut(rows.clone()), v.p.range_mut(rows.clone()));
                     for ((ri, pi), &xi) in rr.iter_mut().zip(pr.iter_mut()).zip(xr.iter()) {
                         *ri = xi;
                         *pi = xi;
@@ -369,9 +370,8 @@ pub fn run(masa: &Masa, team: &Team, class: Class, opts: SpmvOptions) -> Result<
                 // SAFETY: z is read-only here; r is written by the operator.
                 unsafe { op.apply_part(ctx, v.z.as_slice(), v.r) };
                 // SAFETY: own rows; x and z are not written by anyone else now.
-                let (xr, zr, rr) = unsafe {
-                    (x.range_mut(rows.clone()), v.z.range(rows.clone()), v.r.range(rows.clone()))
-                };
+                let (xr, zr, rr) =
+                    unsafe { (x.range_mut(rows.clone()), v.z.range(rows.clone()), v.r.range(rows.clone())) };
                 let (mut res, mut xz, mut zz) = (0.0, 0.0, 0.0);
                 for ((&xi, &zi), &ri) in xr.iter().zip(zr).zip(rr) {
                     let d = xi - ri;

@@ -1,8 +1,8 @@
 //! The value types a matrix may hold.
 
 use core::fmt::{Debug, Display};
-use core::ops::{Add, AddAssign, Mul, Neg, Sub};
 use core::ops::Range;
+use core::ops::{Add, AddAssign, Mul, Neg, Sub};
 
 use skelaff_numa_alloc::Zeroable;
 

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use skelaff_numa_alloc::Topology;
 use skelaff_spmv::cg::{self, CgOptions};
 use skelaff_spmv::{
-    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, Simd, SpmvOptions, SplitKind, SymSpmv, SymVariant, Team,
+    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, Simd, SplitKind, SpmvOptions, SymSpmv, SymVariant, Team,
     TeamSpmv, Triplets, lower_triangle,
 };
 
@@ -212,8 +212,14 @@ fn wrong_sizes_and_teams_are_errors() {
     let mut op = CsrSpmv::new(masa, &t.to_csr(), SpmvOptions::default()).unwrap();
     let mut y = [0.0; 3];
     assert!(matches!(op.apply(team, &[1.0; 3], &mut y), Err(skelaff_spmv::Error::DimensionMismatch { what: "x", .. })));
-    assert!(matches!(op.apply(team, &[1.0; 2], &mut [0.0; 2]), Err(skelaff_spmv::Error::DimensionMismatch { what: "y", .. })));
-    assert!(matches!(op.apply(other, &[1.0; 2], &mut y), Err(skelaff_spmv::Error::TeamMismatch { expected: 2, got: 1 })));
+    assert!(matches!(
+        op.apply(team, &[1.0; 2], &mut [0.0; 2]),
+        Err(skelaff_spmv::Error::DimensionMismatch { what: "y", .. })
+    ));
+    assert!(matches!(
+        op.apply(other, &[1.0; 2], &mut y),
+        Err(skelaff_spmv::Error::TeamMismatch { expected: 2, got: 1 })
+    ));
     let mut above = Triplets::new(2, 2).unwrap();
     above.push(0, 1, 1.0).unwrap();
     let e = SymSpmv::new(masa, &above.to_csc(), SymVariant::Single, SpmvOptions::default()).unwrap_err();

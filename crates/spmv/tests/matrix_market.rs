@@ -32,7 +32,10 @@ fn coordinate_general_real_integer_pattern() {
     assert_eq!(m.triplets.to_csr().to_dense(), vec![vec![0.0, 1.0], vec![0.0, 1.0]]);
     // Banner words are case-insensitive; `double` means real.
     let m = read("%%MatrixMarket MATRIX Coordinate DOUBLE General\n1 1 1\n1 1 3\n").unwrap();
-    assert_eq!((m.header.format, m.header.field, m.header.symmetry), (Format::Coordinate, Field::Real, Symmetry::General));
+    assert_eq!(
+        (m.header.format, m.header.field, m.header.symmetry),
+        (Format::Coordinate, Field::Real, Symmetry::General)
+    );
 }
 
 #[test]
@@ -116,7 +119,9 @@ fn malformed_entries() {
     let (l, k) = fails("%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1 1.0\n");
     assert_eq!((l, k), (3, MmErrorKind::FieldCount { expected: 2, found: 3, what: "row, column" }));
     // Out of range, both ends and both axes.
-    for (entry, axis, index, dim) in [("0 1 1", "row", 0, 3), ("4 1 1", "row", 4, 3), ("1 0 1", "column", 0, 2), ("1 3 1", "column", 3, 2)] {
+    for (entry, axis, index, dim) in
+        [("0 1 1", "row", 0, 3), ("4 1 1", "row", 4, 3), ("1 0 1", "column", 0, 2), ("1 3 1", "column", 3, 2)]
+    {
         let (l, k) = fails(&format!("{h}%c\n{entry}\n"));
         assert_eq!((l, k), (4, MmErrorKind::IndexOutOfRange { axis, index, dim }), "{entry}");
     }

@@ -2,7 +2,7 @@
 //! relative tolerance), at 1 and 2 threads, with each split and placement.
 
 use skelaff_spmv::nas::{self, Class};
-use skelaff_spmv::{ArrayPlacement, Masa, Schedule, Simd, SpmvOptions, SplitKind};
+use skelaff_spmv::{ArrayPlacement, Masa, Schedule, Simd, SplitKind, SpmvOptions};
 
 fn run(class: Class, threads: usize, opts: SpmvOptions) -> nas::NasReport {
     let masa = Masa::preprocess_with(skelaff_numa_alloc::Topology::get().unwrap(), threads, Schedule::Static).unwrap();

@@ -12,7 +12,7 @@ use skelaff_numa_alloc::testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_numa_alloc::{NodeSet, Topology, pin, policy::interleave_node};
 use skelaff_spmv::nas::{self, Class};
 use skelaff_spmv::{
-    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, SpmvOptions, SplitKind, SymSpmv, SymVariant,
+    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, SplitKind, SpmvOptions, SymSpmv, SymVariant,
     TeamSpmv, Triplets, lower_triangle,
 };
 
@@ -172,7 +172,11 @@ fn bound<T>(masa: &Masa, name: &str, array: &SharedArray<T>, bounds: &[usize]) -
     let last = masa.layout().node_of(masa.threads() - 1);
     let want = |page: usize| {
         let e = (page * ps + ps / 2) / es;
-        Some((0..masa.threads()).find(|&t| bounds[t] <= e && e < bounds[t + 1]).map_or(last, |t| masa.layout().node_of(t)))
+        Some(
+            (0..masa.threads())
+                .find(|&t| bounds[t] <= e && e < bounds[t + 1])
+                .map_or(last, |t| masa.layout().node_of(t)),
+        )
     };
     if p.not_resident() > 0 {
         return Err(format!("{name}: {} pages not resident: {p}", p.not_resident()));
@@ -186,7 +190,11 @@ fn interleaved<T>(masa: &Masa, name: &str, array: &SharedArray<T>) -> Check {
     let p = region.placement().map_err(|e| e.to_string())?;
     let nodes: NodeSet = masa.layout().nodes();
     let (base, ps) = (region.as_ptr() as usize, region.page_size());
-    expect_no_mismatches(&format!("{name} interleaved"), p.pages().len(), &p.mismatches(|i| Some(interleave_node(&nodes, base + i * ps, ps))))
+    expect_no_mismatches(
+        &format!("{name} interleaved"),
+        p.pages().len(),
+        &p.mismatches(|i| Some(interleave_node(&nodes, base + i * ps, ps))),
+    )
 }
 
 fn correct(masa: &Masa, mut op: impl TeamSpmv<f64>, a: &Csr) -> Check {
