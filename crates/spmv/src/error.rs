@@ -228,6 +228,9 @@ pub enum MmErrorKind {
         /// Columns.
         ncols: usize,
     },
+    /// The matrix does not fit the 32-bit indices.
+    #[error("{0}")]
+    TooLarge(String),
     /// Reading the file failed at this line.
     #[error("read error: {0}")]
     Io(String),

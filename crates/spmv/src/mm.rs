@@ -270,12 +270,12 @@ fn read_lines<T: Scalar, R: BufRead>(lines: &mut Lines<R>) -> Result<MmMatrix<T>
     let declared = usize::try_from(declared).unwrap_or(usize::MAX);
     let mirrored = if header.symmetry == Symmetry::General { 1 } else { 2 };
     let cap = declared.saturating_mul(mirrored).min(1 << 24);
-    let mut t = Triplets::with_capacity(nrows, ncols, cap).map_err(|e| Kind::Io(e.to_string()))?;
+    let mut t = Triplets::with_capacity(nrows, ncols, cap).map_err(|e| Kind::TooLarge(e.to_string()))?;
     let push = |t: &mut Triplets<T>, i: usize, j: usize, v: T| -> Result<(), Kind> {
         if header.symmetry == Symmetry::SkewSymmetric && i == j {
             return Err(Kind::SkewDiagonal);
         }
-        let too_many = |e: Error| Kind::Io(e.to_string());
+        let too_many = |e: Error| Kind::TooLarge(e.to_string());
         t.push(i, j, v).map_err(too_many)?;
         if i != j {
             match header.symmetry {

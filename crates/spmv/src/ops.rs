@@ -632,12 +632,13 @@ impl<T: Scalar> SymSpmv<T> {
         let strict = match variant {
             SymVariant::Duplicated => {
                 let mut t = crate::matrix::Triplets::with_capacity(n, n, lower.nnz())?;
+                let mut pushed = Ok(());
                 lower.for_each(|i, j, v| {
-                    if i != j {
-                        // In range: i, j < n.
-                        let _ = t.push(i, j, v);
+                    if i != j && pushed.is_ok() {
+                        pushed = t.push(i, j, v);
                     }
                 });
+                pushed?;
                 Some(t.to_csr())
             }
             SymVariant::Single => None,
