@@ -36,6 +36,95 @@ impl Triad {
     }
 }
 
+/// The three triad arrays, placed by their threads, ready for passes.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_spmv::{Team, stream::TriadArrays};
+///
+/// let team = Team::with_threads(1)?;
+/// let mut t = TriadArrays::new(&team, 1 << 16, false)?;
+/// assert!(t.pass(&team) > 0.0);
+/// # Ok::<(), skelaff_spmv::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TriadArrays {
+    a: SharedArray<f64>,
+    b: SharedArray<f64>,
+    c: SharedArray<f64>,
+    split: Split,
+}
+
+impl TriadArrays {
+    /// Allocates three arrays of `len` doubles (with or without transparent
+    /// huge pages), each thread of `team` writing its own third first.
+    ///
+    /// # Errors
+    ///
+    /// Allocation errors.
+    pub fn new(team: &Team, len: usize, huge_pages: bool) -> Result<TriadArrays> {
+        let huge = if huge_pages { HugePages::Transparent } else { HugePages::Off };
+        let opts = RegionOptions::new(Policy::FirstTouch).huge_pages(huge);
+        let mut t = TriadArrays {
+            a: SharedArray::numa_zeroed(len, opts)?,
+            b: SharedArray::numa_zeroed(len, opts)?,
+            c: SharedArray::numa_zeroed(len, opts)?,
+            split: Split::equal(len, team.threads()),
+        };
+        let split = &t.split;
+        let (sa, sb, sc) = (SharedMut::new(&mut t.a), SharedMut::new(&mut t.b), SharedMut::new(&mut t.c));
+        team.run(|ctx| {
+            let r = split.range(ctx.index());
+            // SAFETY: each thread writes only its own range of each array.
+            unsafe {
+                sa.range_mut(r.clone()).fill(0.0);
+                sb.range_mut(r.clone()).fill(1.0);
+                sc.range_mut(r).fill(2.0);
+            }
+        });
+        Ok(t)
+    }
+
+    /// Elements per array.
+    pub fn len(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Whether the arrays are empty.
+    pub fn is_empty(&self) -> bool {
+        self.a.is_empty()
+    }
+
+    /// One pass of `a = b + 3 c` on `team` (the team the arrays were made
+    /// for); returns its seconds.
+    ///
+    /// # Panics
+    ///
+    /// If `team` has more threads than the arrays were split for.
+    pub fn pass(&mut self, team: &Team) -> f64 {
+        let split = &self.split;
+        let (sa, sb, sc) = (SharedMut::new(&mut self.a), SharedMut::new(&mut self.b), SharedMut::new(&mut self.c));
+        let t = Instant::now();
+        team.run(|ctx| {
+            let r = split.range(ctx.index());
+            // SAFETY: each thread touches only its own range of each array.
+            let (a, b, c) = unsafe { (sa.range_mut(r.clone()), sb.range(r.clone()), sc.range(r)) };
+            for ((ai, &bi), &ci) in a.iter_mut().zip(b).zip(c) {
+                *ai = bi + 3.0 * ci;
+            }
+        });
+        let s = t.elapsed().as_secs_f64();
+        std::hint::black_box(&self.a[..]);
+        s
+    }
+
+    /// Bytes one pass moves by STREAM's count (24 per element).
+    pub fn bytes(&self) -> f64 {
+        24.0 * self.len() as f64
+    }
+}
+
 /// Runs the triad on `team` with arrays of `len` doubles, `passes` timed
 /// passes after one untimed, with or without transparent huge pages.
 ///
@@ -54,40 +143,8 @@ impl Triad {
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
 pub fn triad(team: &Team, len: usize, passes: usize, huge_pages: bool) -> Result<Triad> {
-    let huge = if huge_pages { HugePages::Transparent } else { HugePages::Off };
-    let opts = RegionOptions::new(Policy::FirstTouch).huge_pages(huge);
-    let mut a: SharedArray<f64> = SharedArray::numa_zeroed(len, opts)?;
-    let mut b: SharedArray<f64> = SharedArray::numa_zeroed(len, opts)?;
-    let mut c: SharedArray<f64> = SharedArray::numa_zeroed(len, opts)?;
-    let split = Split::equal(len, team.threads());
-    let (sa, sb, sc) = (SharedMut::new(&mut a), SharedMut::new(&mut b), SharedMut::new(&mut c));
-    let q = 3.0;
-    team.run(|ctx| {
-        let r = split.range(ctx.index());
-        // SAFETY: each thread writes only its own range of each array.
-        unsafe {
-            sa.range_mut(r.clone()).fill(0.0);
-            sb.range_mut(r.clone()).fill(1.0);
-            sc.range_mut(r).fill(2.0);
-        }
-    });
-    let mut best = f64::INFINITY;
-    for pass in 0..=passes {
-        let t = Instant::now();
-        team.run(|ctx| {
-            let r = split.range(ctx.index());
-            // SAFETY: each thread touches only its own range of each array.
-            let (a, b, c) = unsafe { (sa.range_mut(r.clone()), sb.range(r.clone()), sc.range(r)) };
-            for ((ai, &bi), &ci) in a.iter_mut().zip(b).zip(c) {
-                *ai = bi + q * ci;
-            }
-        });
-        let s = t.elapsed().as_secs_f64();
-        if pass > 0 {
-            best = best.min(s);
-        }
-    }
-    // Keep the stores observable.
-    std::hint::black_box(&a[len / 2..]);
-    Ok(Triad { len, passes, best_seconds: best, bytes_per_second: 24.0 * len as f64 / best })
+    let mut arrays = TriadArrays::new(team, len, huge_pages)?;
+    arrays.pass(team);
+    let best = (0..passes.max(1)).map(|_| arrays.pass(team)).fold(f64::INFINITY, f64::min);
+    Ok(Triad { len, passes, best_seconds: best, bytes_per_second: arrays.bytes() / best })
 }
