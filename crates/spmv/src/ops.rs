@@ -626,6 +626,23 @@ impl<T: Scalar> SymSpmv<T> {
         if let Some((row, col)) = above {
             return Err(Error::NotLowerTriangular { row, col });
         }
+        // The single variant relies on strictly ascending rows in each
+        // column (the diagonal first); normalise a matrix that lacks them.
+        let normalised;
+        let lower = if (0..n).all(|j| lower.col(j).0.windows(2).all(|w| w[0] < w[1])) {
+            lower
+        } else {
+            let mut t = crate::matrix::Triplets::with_capacity(n, n, lower.nnz())?;
+            let mut pushed = Ok(());
+            lower.for_each(|i, j, v| {
+                if pushed.is_ok() {
+                    pushed = t.push(i, j, v);
+                }
+            });
+            pushed?;
+            normalised = t.to_csc();
+            &normalised
+        };
         let p = opts.placement;
         // The strictly lower triangle by rows: the transpose of the CSC
         // without its diagonal. Only built for the duplicated variant.
@@ -766,18 +783,28 @@ impl<T: Scalar> TeamSpmv<T> for SymSpmv<T> {
                 {
                     // SAFETY: only thread t touches its buffer in this phase;
                     // the previous call ended with a barrier after all reads.
-                    let buf = unsafe { &mut *mine.buf.get() };
+                    let buf: &mut [T] = unsafe { &mut *mine.buf.get() };
                     buf.fill(T::ZERO);
                     let off = mine.window.start;
+                    let (ptr, idx, val) = (&self.ptr[..], &self.idx[..], &self.val[..]);
                     for (yj, j) in yt.iter_mut().zip(rows.clone()) {
                         let (xj, mut acc) = (x[j], T::ZERO);
-                        for k in self.ptr[j] as usize..self.ptr[j + 1] as usize {
-                            let (i, v) = (self.idx[k] as usize, self.val[k]);
-                            acc += v * x[i];
-                            if i != j {
-                                // In the window: it spans every off-diagonal row of these columns.
-                                buf[i - off] += v * xj;
+                        let (is, vs) =
+                            (&idx[ptr[j] as usize..ptr[j + 1] as usize], &val[ptr[j] as usize..ptr[j + 1] as usize]);
+                        // Rows ascend and none is above the diagonal, so a
+                        // diagonal entry can only come first.
+                        let skip = match is.first() {
+                            Some(&i) if i as usize == j => {
+                                acc += vs[0] * xj;
+                                1
                             }
+                            _ => 0,
+                        };
+                        for (&i, &v) in is[skip..].iter().zip(&vs[skip..]) {
+                            let i = i as usize;
+                            acc += v * x[i];
+                            // In the window: it spans every off-diagonal row of these columns.
+                            buf[i - off] += v * xj;
                         }
                         *yj = acc;
                     }

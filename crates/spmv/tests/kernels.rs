@@ -232,6 +232,29 @@ fn wrong_sizes_and_teams_are_errors() {
 }
 
 #[test]
+fn symmetric_input_with_unsorted_rows_and_duplicates() {
+    let (masa, team) = &teams()[1];
+    // Lower triangle of [[4, 1, 0], [1, 5, 2], [0, 2, 6]], column 1 given as
+    // rows 2, 1, 1 (unsorted, the diagonal split in two duplicates).
+    let lower = skelaff_spmv::Csc::from_parts(
+        3,
+        3,
+        vec![0, 2, 5, 6],
+        vec![1, 0, 2, 1, 1, 2],
+        vec![1.0, 4.0, 2.0, 3.0, 2.0, 6.0],
+    )
+    .unwrap();
+    for v in [SymVariant::Duplicated, SymVariant::Single] {
+        let mut y = [0.0; 3];
+        SymSpmv::new(masa, &lower, v, SpmvOptions::default())
+            .unwrap()
+            .apply(team, &[1.0, 10.0, 100.0], &mut y)
+            .unwrap();
+        assert_eq!(y, [14.0, 251.0, 620.0], "{v}");
+    }
+}
+
+#[test]
 fn f32_matrices_work_through_the_portable_kernels() {
     let (masa, team) = &teams()[1];
     let mut t = Triplets::<f32>::new(3, 3).unwrap();
