@@ -109,12 +109,20 @@ impl<'m, X: TxOps> Tables for TxTables<'_, 'm, X> {
     }
 
     fn reserve(&mut self, c: &'m Customer, kind: Kind, (id, r): Self::Entry) -> Result<bool, TxError> {
-        let key = info_key(kind, id);
-        if c.reservations.contains(self.tx, &key)? || !self.make(r)? {
+        if !self.make(r)? {
             return Ok(false);
         }
+        // As STAMP: reserve, then record it with the customer, and undo the
+        // reservation if the customer already held one.
+        let key = info_key(kind, id);
         let price = self.tx.read(&r.price)?;
-        c.reservations.insert(self.tx, key, price)?;
+        if let Some(before) = c.reservations.insert(self.tx, key, price)? {
+            c.reservations.insert(self.tx, key, before)?;
+            if !self.cancel(r)? {
+                *self.anomalies += 1;
+            }
+            return Ok(false);
+        }
         Ok(true)
     }
 
