@@ -146,7 +146,7 @@ pub fn sequence_sequentially(input: &Input) -> Vec<u8> {
     if !(2..=MAX_SEGMENT).contains(&input.segment_length) {
         return Vec::new();
     }
-    match sequence(&mut Plain::default(), &input.segments, input.segment_length) {
+    match sequence(&mut Plain::new(input.gene.len()), &input.segments, input.segment_length) {
         Ok(s) => s.sequence,
         Err(_) => Vec::new(),
     }
@@ -203,10 +203,11 @@ impl App for Genome {
     const NAME: &'static str = "genome";
     type Args = GenomeArgs;
 
-    /// A longer gene than the standard input, so that phase 2 has enough
-    /// chains to split over threads (`-g4096 -s32 -n65536`).
+    /// The large input's gene and segments with a sixteenth of its
+    /// segments (`-g16384 -s64 -n1048576`): phase 1 has a million segments
+    /// to split over threads, phase 2 sixteen thousand chains.
     fn small() -> GenomeArgs {
-        GenomeArgs { gene: 4096, segment: 32, number: 65536, ..GenomeArgs::default() }
+        GenomeArgs { gene: 16384, segment: 64, number: 1 << 20, ..GenomeArgs::default() }
     }
 
     fn threads(args: &GenomeArgs) -> usize {
@@ -223,7 +224,7 @@ impl App for Genome {
         let mut figures = Map::new();
         let (seq, time, report): (Sequenced, _, _) = if common.sequential {
             let start = Instant::now();
-            let seq = sequence(&mut Plain::default(), &input.segments, s)?;
+            let seq = sequence(&mut Plain::new(args.gene), &input.segments, s)?;
             (seq, start.elapsed(), None)
         } else {
             crate::phases::discover_topology()?;

@@ -139,7 +139,17 @@ pub(crate) fn sequence<B: Backend>(b: &mut B, segments: &[u128], s: usize) -> Re
 /// The sequential backend: a hash set and plain arrays.
 #[derive(Debug, Default)]
 pub(crate) struct Plain {
+    /// Initial capacity of the hash set of phase 1.
+    capacity: usize,
     entries: Vec<[u64; FIELDS]>,
+}
+
+impl Plain {
+    /// `capacity`: the initial size of the hash set of phase 1 (STAMP sizes
+    /// it by the gene length).
+    pub(crate) fn new(capacity: usize) -> Self {
+        Plain { capacity, entries: Vec::new() }
+    }
 }
 
 struct PlainLinks<'a>(&'a mut [[u64; FIELDS]]);
@@ -158,7 +168,13 @@ impl Links for PlainLinks<'_> {
 
 impl Backend for Plain {
     fn unique(&mut self, segments: &[u128]) -> Result<Vec<u128>, AppError> {
-        let set: HashSet<u128, FxBuildHasher> = segments.iter().copied().collect();
+        // Sized like STAMP's (by the gene length), not by the number of
+        // segments, which may be a thousand times the distinct ones.
+        let mut set: HashSet<u128, FxBuildHasher> =
+            HashSet::with_capacity_and_hasher(self.capacity, FxBuildHasher::default());
+        for &k in segments {
+            set.insert(k);
+        }
         let mut keys: Vec<u128> = set.into_iter().collect();
         keys.sort_unstable();
         Ok(keys)
@@ -230,8 +246,10 @@ impl Skeleton for Dedup<'_> {
     ) -> Result<(), TxError> {
         let first = first as usize;
         for &k in &self.segments[first..(first + UNIQUE_CHUNK).min(self.segments.len())] {
-            // Inserting a key that is there (an equal value) writes nothing.
-            set.insert(tx, k, ())?;
+            // Most segments are duplicates: look first, insert when absent.
+            if !set.contains(tx, &k)? {
+                set.insert(tx, k, ())?;
+            }
         }
         Ok(())
     }
@@ -333,7 +351,7 @@ mod tests {
     fn run_plain(segments: &[&str]) -> Vec<u8> {
         let s = segments[0].len();
         let keys: Vec<u128> = segments.iter().map(|x| pack(&codes(x))).collect();
-        sequence(&mut Plain::default(), &keys, s).unwrap().sequence
+        sequence(&mut Plain::new(16), &keys, s).unwrap().sequence
     }
 
     #[test]

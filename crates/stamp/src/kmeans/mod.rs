@@ -393,11 +393,11 @@ impl App for Kmeans {
     const NAME: &'static str = "kmeans";
     type Args = KmeansArgs;
 
-    /// The low-contention clusters (`-m40 -n40`) on STAMP's small input,
-    /// converged further (`-t0.001`) so that the timed part has a few
-    /// iterations to split over threads.
+    /// The low-contention clusters (`-m40 -n40 -t0.05`) on STAMP's
+    /// middle-sized input shape, `random-n16384-d24-c16`: some 30 ms of
+    /// clustering, enough to split over two threads.
     fn small() -> KmeansArgs {
-        KmeansArgs { threshold: 0.001, ..KmeansArgs::default() }
+        KmeansArgs { input: "random-n16384-d24-c16".into(), ..KmeansArgs::default() }
     }
 
     fn threads(args: &KmeansArgs) -> usize {

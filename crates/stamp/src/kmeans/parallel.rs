@@ -27,9 +27,11 @@ struct Sum {
 /// Each cluster's sums sit behind one transactional pointer rather than in
 /// `d + 1` transactional words: a unit adds to up to k clusters at once,
 /// and committing k pointers holds k stripe locks for a moment, where
-/// `k * (d + 1)` words (1 320 for 40 clusters of 32 features) hold their
-/// locks long enough for the other workers' reads of them to give up
-/// and abort, again and again, measured.
+/// `k * (d + 1)` words (1 320 for 40 clusters of 32 features) held their
+/// locks long enough for the other worker's reads of them to give up and
+/// abort, again and again: with words, `-m40 -n40 -t0.00001 -i
+/// random-n65536-d32-c16 -p2` had 13 343 aborts (17 804 of them reads
+/// that met a lock) for its 4 864 units; with pointers, 40 to 90.
 #[derive(Debug)]
 pub(crate) struct Accumulators {
     sums: Vec<TVar<TPtr<Sum>>>,
