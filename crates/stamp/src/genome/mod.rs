@@ -146,7 +146,7 @@ pub fn sequence_sequentially(input: &Input) -> Vec<u8> {
     if !(2..=MAX_SEGMENT).contains(&input.segment_length) {
         return Vec::new();
     }
-    match sequence(&mut Plain::new(input.gene.len()), &input.segments, input.segment_length) {
+    match sequence(&mut Plain::new(input.gene.len().min(input.segments.len())), &input.segments, input.segment_length) {
         Ok(s) => s.sequence,
         Err(_) => Vec::new(),
     }
@@ -178,7 +178,7 @@ pub fn sequence_on_skeleton(input: &Input, threads: usize, common: &CommonArgs) 
             input.segment_length
         )));
     }
-    let mut b = Transactional::new(common, threads, input.gene.len());
+    let mut b = Transactional::new(common, threads, input.gene.len().min(input.segments.len()));
     Ok(sequence(&mut b, &input.segments, input.segment_length)?.sequence)
 }
 
@@ -224,11 +224,11 @@ impl App for Genome {
         let mut figures = Map::new();
         let (seq, time, report): (Sequenced, _, _) = if common.sequential {
             let start = Instant::now();
-            let seq = sequence(&mut Plain::new(args.gene), &input.segments, s)?;
+            let seq = sequence(&mut Plain::new(args.gene.min(input.segments.len())), &input.segments, s)?;
             (seq, start.elapsed(), None)
         } else {
             crate::phases::discover_topology()?;
-            let mut b = Transactional::new(common, args.threads, args.gene);
+            let mut b = Transactional::new(common, args.threads, args.gene.min(input.segments.len()));
             let start = Instant::now();
             let seq = sequence(&mut b, &input.segments, s)?;
             let time = start.elapsed();

@@ -216,7 +216,8 @@ pub(crate) struct Transactional<'a> {
 
 impl<'a> Transactional<'a> {
     /// `buckets`: the size of the hash set of phase 1 (STAMP sizes it by
-    /// the gene length).
+    /// the gene length; the distinct segments are at most that many, and at
+    /// most as many as the segments).
     pub(crate) fn new(common: &'a CommonArgs, threads: usize, buckets: usize) -> Self {
         Transactional { common, threads, buckets, entries: Vec::new(), runs: Runs::default() }
     }

@@ -127,8 +127,9 @@ impl Default for VacationArgs {
     }
 }
 
-/// The most relations accepted (four tables of this many entries).
-pub const MAX_RELATIONS: u32 = 1 << 26;
+/// The most relations accepted (four tables of this many entries, some
+/// 80 bytes each).
+pub const MAX_RELATIONS: u32 = 1 << 22;
 /// The most transactions accepted (the work-units are held in memory).
 pub const MAX_TRANSACTIONS: u32 = 1 << 28;
 
