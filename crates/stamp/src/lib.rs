@@ -12,12 +12,14 @@
 //! [`Skeleton`]: skelaff_worklist::Skeleton
 
 pub mod app;
+pub mod intruder;
+pub mod labyrinth;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};
 
 /// Every application, for `skelaff run` and `skelaff experiment`.
 pub fn registry() -> Vec<Entry> {
-    vec![]
+    vec![Entry::of::<intruder::Intruder>(), Entry::of::<labyrinth::Labyrinth>()]
 }
 
 /// The application called `name`.
