@@ -122,9 +122,9 @@ impl Stream {
         }
         problems.into_result(format!(
             "{} attacks found ({} injected, {} random payloads matching a signature) and nothing else flagged; all {flows} flows reassembled intact",
-            got.len(),
+            want.len(),
             self.injected,
-            got.len() - self.injected as usize
+            want.len() - self.injected as usize
         ))
     }
 }

@@ -16,11 +16,22 @@ use crate::app::{AppError, CommonArgs};
 pub struct Routing {
     /// Per pair (input order), the routed path.
     pub paths: Vec<Option<Vec<u32>>>,
-    /// Per cell: empty, wall, endpoint, or claimed by a pair.
+    /// Per cell: [`Routing::EMPTY`], [`Routing::WALL`],
+    /// [`Routing::ENDPOINT`], or `Routing::PATH_BASE + k` for a cell on
+    /// pair `k`'s path.
     pub grid: Vec<u32>,
 }
 
 impl Routing {
+    /// A grid cell that is free.
+    pub const EMPTY: u32 = EMPTY;
+    /// A wall cell.
+    pub const WALL: u32 = WALL;
+    /// A source or destination cell.
+    pub const ENDPOINT: u32 = ENDPOINT;
+    /// A cell claimed by pair `k` holds `PATH_BASE + k`.
+    pub const PATH_BASE: u32 = PATH_BASE;
+
     /// How many pairs were routed.
     pub fn routed(&self) -> usize {
         self.paths.iter().filter(|p| p.is_some()).count()

@@ -1,0 +1,46 @@
+//! STAMP's intruder on the skeleton beside its own sequential version (one
+//! thread, plain ordered map, no transactions), on the same generated
+//! stream: the skeleton at 1 and 2 workers against `sequential`. Each
+//! iteration is one whole run (reassembly state built, every packet
+//! processed, the result collected); the stream is generated once, outside
+//! the timing, and each result is checked once before timing.
+//!
+//! - `small`: `-a10 -l4 -n2048 -s1` (STAMP's simulator input);
+//! - `medium`: `-a10 -l16 -n4096 -s1`.
+//!
+//! `cargo bench --bench intruder`; the ratio to report is
+//! `sequential / skeleton_2t` (above 1: the skeleton is faster).
+
+// criterion_group! generates an undocumented function.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use skelaff::stamp::app::CommonArgs;
+use skelaff::stamp::intruder::{DetectIn, Stream, run_sequential, run_skeleton};
+
+fn bench(c: &mut Criterion) {
+    for (name, (a, l, n)) in [("small", (10, 4, 2048)), ("medium", (10, 16, 4096))] {
+        let stream = Stream::generate(a, l, n, 1).expect("valid input");
+        let common = CommonArgs::default();
+        stream.check(&run_sequential(&stream)).expect("sequential check");
+        for threads in [1, 2] {
+            let (d, _) = run_skeleton(&stream, threads, DetectIn::NewUnit, &common).expect("skeleton runs");
+            stream.check(&d).expect("skeleton check");
+        }
+        let mut g = c.benchmark_group(format!("intruder_{name}"));
+        g.sample_size(20).measurement_time(Duration::from_secs(5));
+        g.bench_function("sequential", |b| b.iter(|| black_box(run_sequential(&stream))));
+        for threads in [1, 2] {
+            g.bench_function(format!("skeleton_{threads}t"), |b| {
+                b.iter(|| black_box(run_skeleton(&stream, threads, DetectIn::NewUnit, &common).expect("runs")))
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
