@@ -34,7 +34,7 @@ use clap::value_parser;
 use serde_json::{Map, json};
 
 pub use detector::{Detector, SIGNATURES};
-pub use pipeline::{DetectIn, Detection, Reassembly, Unit, Verdict, run_sequential, run_skeleton};
+pub use pipeline::{DetectIn, Detection, Verdict, run_sequential, run_skeleton};
 pub use stream::{Packet, Stream, StreamError, digest};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
@@ -110,7 +110,8 @@ impl App for Intruder {
         figures.insert("flagged".into(), json!(detection.flagged().len()));
         figures.insert("threads".into(), json!(if common.sequential { 1 } else { args.threads }));
         figures.insert("sequential".into(), json!(common.sequential));
-        figures.insert("detect_in".into(), json!(format!("{:?}", args.detect_in)));
+        let detect_in = clap::ValueEnum::to_possible_value(&args.detect_in).map(|v| v.get_name().to_owned());
+        figures.insert("detect_in".into(), json!(detect_in));
         Ok(Outcome { app: Self::NAME, report, time, check: stream.check(&detection), figures })
     }
 }

@@ -71,6 +71,16 @@ pub struct Detection {
 
 impl Detection {
     /// The flagged flows, in increasing order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::intruder::{Stream, run_sequential};
+    ///
+    /// let stream = Stream::generate(50, 8, 40, 2)?;
+    /// assert_eq!(run_sequential(&stream).flagged(), stream.attacks());
+    /// # Ok::<(), skelaff_stamp::intruder::StreamError>(())
+    /// ```
     pub fn flagged(&self) -> Vec<u32> {
         self.verdicts.iter().enumerate().filter(|&(_, &v)| v == Verdict::Attack).map(|(f, _)| f as u32).collect()
     }
@@ -85,6 +95,20 @@ impl Stream {
     /// # Errors
     ///
     /// What is wrong, with the first few offending flows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::intruder::{Stream, Verdict, run_sequential};
+    ///
+    /// let stream = Stream::generate(10, 4, 200, 1)?;
+    /// let mut d = run_sequential(&stream);
+    /// assert!(stream.check(&d).is_ok());
+    /// let clean = d.verdicts.iter().position(|&v| v == Verdict::Clean).unwrap();
+    /// d.verdicts[clean] = Verdict::Attack; // flag an innocent flow
+    /// assert!(stream.check(&d).is_err());
+    /// # Ok::<(), skelaff_stamp::intruder::StreamError>(())
+    /// ```
     pub fn check(&self, d: &Detection) -> Result<String, String> {
         let flows = self.flows();
         if d.digests.len() != flows || d.verdicts.len() != flows {
@@ -161,6 +185,18 @@ fn assemble(stream: &Stream, pieces: &[u64]) -> Vec<u8> {
 /// The sequential version: one pass over the packets in arrival order with
 /// a plain ordered map of flows being reassembled, each completed flow
 /// checked at once.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::intruder::{Stream, run_sequential};
+///
+/// let stream = Stream::generate(10, 4, 100, 1)?;
+/// let d = run_sequential(&stream);
+/// assert_eq!(d.unfinished, 0);
+/// assert!(stream.check(&d).is_ok());
+/// # Ok::<(), skelaff_stamp::intruder::StreamError>(())
+/// ```
 pub fn run_sequential(stream: &Stream) -> Detection {
     let flows = stream.flows();
     let mut d = Detection { digests: vec![0; flows], verdicts: vec![Verdict::Pending; flows], unfinished: 0 };
@@ -204,7 +240,7 @@ pub fn run_sequential(stream: &Stream) -> Detection {
 }
 
 /// A work-unit: a captured packet, or a reassembled flow to check.
-pub enum Unit {
+pub(crate) enum Unit {
     /// The packet (copied into the unit, so the pool hands it over with
     /// the unit instead of the worker fetching it from a random place in
     /// [`Stream::packets`]).
@@ -234,7 +270,7 @@ struct Partial {
 
 /// The transactional state: the reassembly map (flow → partial flow, a
 /// red-black tree as STAMP's) and each flow's digest and verdict.
-pub struct Reassembly {
+pub(crate) struct Reassembly {
     map: TMap<u32, TPtr<Partial>>,
     digests: Box<[TVar<u64>]>,
     verdicts: Box<[TVar<Verdict>]>,
@@ -401,6 +437,19 @@ impl Skeleton for Pipeline<'_> {
 ///
 /// [`AppError::Worklist`] if the skeleton cannot run (zero threads,
 /// pinning, a panic).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::app::CommonArgs;
+/// use skelaff_stamp::intruder::{DetectIn, Stream, run_sequential, run_skeleton};
+///
+/// let stream = Stream::generate(10, 4, 300, 1)?;
+/// let (d, report) = run_skeleton(&stream, 2, DetectIn::NewUnit, &CommonArgs::default())?;
+/// assert_eq!(d, run_sequential(&stream));
+/// assert_eq!(report.units as usize, stream.packets.len() + stream.flows());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn run_skeleton(
     stream: &Stream,
     threads: usize,

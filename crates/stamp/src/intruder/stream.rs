@@ -83,6 +83,15 @@ pub struct Stream {
 const MAX_BYTES: u64 = u32::MAX as u64;
 
 /// A digest of a payload (FNV-1a, never 0: 0 means "not decoded").
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::intruder::digest;
+///
+/// assert_ne!(digest(b"abc"), digest(b"acb"));
+/// assert_ne!(digest(b""), 0);
+/// ```
 pub fn digest(bytes: &[u8]) -> u64 {
     let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
     h.max(1)

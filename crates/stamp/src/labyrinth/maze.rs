@@ -34,7 +34,19 @@ impl Dims {
         self.x as usize * self.y as usize * self.z as usize
     }
 
-    /// The index of cell `(x, y, z)` (x fastest, as STAMP lays out its grid).
+    /// The index of cell `(x, y, z)` (x fastest, as STAMP lays out its
+    /// grid); [`Dims::coords`] is its inverse.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::labyrinth::Dims;
+    ///
+    /// let d = Dims { x: 4, y: 3, z: 2 };
+    /// assert_eq!(d.index(1, 2, 1), 21);
+    /// assert_eq!(d.coords(21), (1, 2, 1));
+    /// assert!(d.adjacent(21, 9) && !d.adjacent(21, 22 - 4));
+    /// ```
     #[inline]
     pub fn index(self, x: u32, y: u32, z: u32) -> u32 {
         (z * self.y + y) * self.x + x

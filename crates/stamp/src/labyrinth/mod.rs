@@ -35,7 +35,7 @@ use serde_json::{Map, json};
 
 pub use maze::{Dims, MAX_CELLS, MAX_PAIRS, Maze, MazeError};
 pub use router::{Costs, Router};
-pub use solve::{Board, Routing, run_sequential, run_skeleton};
+pub use solve::{Routing, run_sequential, run_skeleton};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
 
@@ -90,6 +90,17 @@ impl Default for LabyrinthArgs {
 
 /// The routed grid as text: one block per layer, `.` empty, `#` wall, `@`
 /// endpoint, a letter or digit per path (its pair number modulo 62).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::labyrinth::{Costs, Maze, render, run_sequential};
+///
+/// let m = Maze::parse("d 4 2 1\np 0 0 0 3 0 0\nw 1 1 0\n", "m")?;
+/// let r = run_sequential(&m, Costs::default(), &m.routing_order());
+/// assert_eq!(render(&m, &r), "[z = 0]\n@aa@\n.#..\n");
+/// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
+/// ```
 pub fn render(maze: &Maze, r: &Routing) -> String {
     const GLYPHS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let d = maze.dims;

@@ -57,6 +57,19 @@ impl Maze {
     /// # Errors
     ///
     /// What is wrong, with the first few offending pairs or cells.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::labyrinth::{Costs, Maze, Routing, run_sequential};
+    ///
+    /// let m = Maze::parse("d 4 1 1\np 0 0 0 3 0 0\n", "corridor")?;
+    /// let mut r = run_sequential(&m, Costs::default(), &m.routing_order());
+    /// assert!(m.check(&r).is_ok());
+    /// r.grid[1] = Routing::EMPTY; // forget a claimed cell
+    /// assert!(m.check(&r).is_err());
+    /// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
+    /// ```
     pub fn check(&self, r: &Routing) -> Result<String, String> {
         let cells = self.dims.cells();
         if r.paths.len() != self.pairs.len() || r.grid.len() != cells {
@@ -137,6 +150,22 @@ fn describe(v: u32) -> String {
 
 /// The sequential version: routes the pairs one after the other, in
 /// `order`, on a plain grid.
+///
+/// # Panics
+///
+/// If `order` names a pair the maze does not have.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::labyrinth::{Costs, Maze, run_sequential};
+///
+/// let m = Maze::load("random-x16-y16-z2-n10", 1, 0)?;
+/// let r = run_sequential(&m, Costs::default(), &m.routing_order());
+/// assert!(r.routed() > 0);
+/// assert!(m.check(&r).is_ok());
+/// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
+/// ```
 pub fn run_sequential(maze: &Maze, costs: Costs, order: &[u32]) -> Routing {
     let mut grid = maze.initial_grid();
     let mut paths = vec![None; maze.pairs.len()];
@@ -158,7 +187,7 @@ type PathSlot = TVar<Option<TPtr<Vec<u32>>>>;
 
 /// The transactional state: the grid (one word per cell) and, per pair,
 /// its routed path once a routing transaction commits.
-pub struct Board {
+pub(crate) struct Board {
     cells: Box<[TVar<u32>]>,
     paths: Box<[PathSlot]>,
 }
@@ -260,6 +289,23 @@ impl Skeleton for Lee<'_> {
 /// # Errors
 ///
 /// [`AppError::Worklist`] if the skeleton cannot run.
+///
+/// # Panics
+///
+/// If `order` names a pair the maze does not have.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::app::CommonArgs;
+/// use skelaff_stamp::labyrinth::{Costs, Maze, run_skeleton};
+///
+/// let m = Maze::load("random-x16-y16-z2-n10", 1, 0)?;
+/// let (r, report) = run_skeleton(&m, Costs::default(), &m.routing_order(), 2, &CommonArgs::default())?;
+/// assert_eq!(report.units, 10);
+/// assert!(m.check(&r).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn run_skeleton(
     maze: &Maze,
     costs: Costs,
