@@ -11,7 +11,9 @@
 use std::process::ExitCode;
 
 use skelaff_stamp::app::{App, AppError, CommonArgs, main_for};
-use skelaff_stamp::intruder::{DetectIn, Detection, Intruder, Stream, Verdict, run_sequential, run_skeleton};
+use skelaff_stamp::intruder::{
+    DetectIn, Detection, Intruder, IntruderArgs, Stream, Verdict, run_sequential, run_skeleton,
+};
 use skelaff_worklist::{Distribution, PagePolicy};
 
 const POLICIES: [PagePolicy; 5] =
@@ -113,6 +115,15 @@ fn the_check_fails_on_corrupted_results() {
     assert!(stream.check(&short).is_err());
 }
 
+/// Parses `args` as the binary does (the STAMP flags and the common ones),
+/// without printing.
+fn parse(args: &[&str]) -> Result<(), clap::Error> {
+    let cmd = <CommonArgs as clap::Args>::augment_args(<IntruderArgs as clap::Args>::augment_args(clap::Command::new(
+        "intruder",
+    )));
+    cmd.try_get_matches_from(std::iter::once("intruder").chain(args.iter().copied())).map(|_| ())
+}
+
 fn main_exit(args: &[&str]) -> ExitCode {
     main_for::<Intruder>(std::iter::once("intruder").chain(args.iter().copied()).map(String::from))
 }
@@ -131,8 +142,11 @@ fn bad_flags_are_errors_not_panics() {
         &["--detect-in", "later"],
         &["extra"],
     ] {
-        assert_eq!(main_exit(bad), ExitCode::from(2), "{bad:?}");
+        let e = parse(bad).expect_err(&format!("{bad:?} parsed"));
+        assert!(e.use_stderr(), "{bad:?}: {e}");
     }
+    // The binary turns a parse error into exit code 2 (clap's message on stderr).
+    assert_eq!(main_exit(&["-t0"]), ExitCode::from(2));
     // Too much payload for one stream: a typed error from the generator.
     let mut args = Intruder::small();
     args.length = 65535;

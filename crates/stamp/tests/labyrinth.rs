@@ -13,7 +13,9 @@
 use std::process::ExitCode;
 
 use skelaff_stamp::app::{App, AppError, CommonArgs, main_for};
-use skelaff_stamp::labyrinth::{Costs, Labyrinth, Maze, MazeError, Routing, run_sequential, run_skeleton};
+use skelaff_stamp::labyrinth::{
+    Costs, Labyrinth, LabyrinthArgs, Maze, MazeError, Routing, run_sequential, run_skeleton,
+};
 use skelaff_worklist::{Distribution, PagePolicy};
 
 const POLICIES: [PagePolicy; 5] =
@@ -169,6 +171,15 @@ fn the_check_rejects_crossing_paths() {
     assert_eq!(r.routed(), 1);
 }
 
+/// Parses `args` as the binary does (the STAMP flags and the common ones),
+/// without printing.
+fn parse(args: &[&str]) -> Result<(), clap::Error> {
+    let cmd = <CommonArgs as clap::Args>::augment_args(<LabyrinthArgs as clap::Args>::augment_args(
+        clap::Command::new("labyrinth"),
+    ));
+    cmd.try_get_matches_from(std::iter::once("labyrinth").chain(args.iter().copied())).map(|_| ())
+}
+
 fn main_exit(args: &[&str]) -> ExitCode {
     main_for::<Labyrinth>(std::iter::once("labyrinth").chain(args.iter().copied()).map(String::from))
 }
@@ -207,8 +218,11 @@ fn bad_flags_are_errors_not_panics() {
     for bad in
         [&["-t0"][..], &["-x0"], &["-z", "-3"], &["-b", "x"], &["--walls", "101"], &["--policy", "nearest"], &["-q"]]
     {
-        assert_eq!(main_exit(bad), ExitCode::from(2), "{bad:?}");
+        let e = parse(bad).expect_err(&format!("{bad:?} parsed"));
+        assert!(e.use_stderr(), "{bad:?}: {e}");
     }
+    // The binary turns a parse error into exit code 2 (clap's message on stderr).
+    assert_eq!(main_exit(&["-t0"]), ExitCode::from(2));
     for input in ["no-such-maze.txt", "random-x0-y4-z1-n2", "random-x1-y1-z1-n1"] {
         assert_eq!(main_exit(&["-i", input]), ExitCode::FAILURE, "{input}");
     }

@@ -49,7 +49,7 @@ pub struct IntruderArgs {
     /// Percent of flows that are attacks.
     #[arg(short = 'a', value_name = "PERCENT", default_value_t = 10, value_parser = value_parser!(u32).range(0..=100))]
     pub attack: u32,
-    /// Maximum payload length in bytes (a flow has at most that many packets).
+    /// Maximum length in bytes of a random payload (and so of its packet count).
     #[arg(short = 'l', value_name = "BYTES", default_value_t = 4, value_parser = value_parser!(u32).range(1..=65535))]
     pub length: u32,
     /// Number of flows.
