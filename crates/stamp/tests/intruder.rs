@@ -6,13 +6,14 @@
 //! generator, and every flow is reassembled from the same packets whatever
 //! order they are taken in, so the result (per flow: the payload digest
 //! and the verdict) must be identical for every policy, distribution,
-//! thread count and detection placement, and equal to the sequential one.
+//! thread count, reassembly map and detection placement, and equal to the
+//! sequential one.
 
 use std::process::ExitCode;
 
 use skelaff_stamp::app::{App, AppError, CommonArgs, main_for};
 use skelaff_stamp::intruder::{
-    DetectIn, Detection, Intruder, IntruderArgs, Stream, Verdict, run_sequential, run_skeleton,
+    DetectIn, Detection, Intruder, IntruderArgs, MapKind, Stream, Variant, Verdict, run_sequential, run_skeleton,
 };
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -27,15 +28,17 @@ fn small_stream() -> Stream {
 #[test]
 fn every_policy_distribution_and_thread_count_finds_exactly_the_attacks() {
     let stream = small_stream();
-    let reference = run_sequential(&stream);
+    let reference = run_sequential(&stream, MapKind::Rbtree);
     stream.check(&reference).expect("the sequential version passes its check");
     assert!(!reference.flagged().is_empty());
-    for policy in POLICIES {
+    assert_eq!(run_sequential(&stream, MapKind::Hash), reference);
+    for (policy, map) in POLICIES.iter().flat_map(|&p| [(p, MapKind::Rbtree), (p, MapKind::Hash)]) {
         for distribution in [Distribution::Shared, Distribution::PerNode] {
             for threads in [1, 2] {
                 let common = CommonArgs { policy, distribution, ..CommonArgs::default() };
-                let (d, report) = run_skeleton(&stream, threads, DetectIn::NewUnit, &common).unwrap();
-                let what = format!("{policy} {distribution} {threads} threads");
+                let variant = Variant { detect_in: DetectIn::NewUnit, map };
+                let (d, report) = run_skeleton(&stream, threads, variant, &common).unwrap();
+                let what = format!("{policy} {map:?} {distribution} {threads} threads");
                 stream.check(&d).unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(d, reference, "{what}: result differs from the sequential one");
                 // One unit per packet plus one detection unit per flow.
@@ -48,9 +51,10 @@ fn every_policy_distribution_and_thread_count_finds_exactly_the_attacks() {
 #[test]
 fn detection_in_the_same_unit_gives_the_same_result() {
     let stream = small_stream();
-    let reference = run_sequential(&stream);
+    let reference = run_sequential(&stream, MapKind::Rbtree);
     for threads in [1, 2] {
-        let (d, report) = run_skeleton(&stream, threads, DetectIn::SameUnit, &CommonArgs::default()).unwrap();
+        let variant = Variant { detect_in: DetectIn::SameUnit, map: MapKind::Rbtree };
+        let (d, report) = run_skeleton(&stream, threads, variant, &CommonArgs::default()).unwrap();
         assert_eq!(d, reference);
         assert_eq!(report.units as usize, stream.packets.len());
     }
@@ -75,7 +79,7 @@ fn the_app_runs_its_small_input_and_its_sequential_version() {
 /// A correct result, to corrupt.
 fn good() -> (Stream, Detection) {
     let stream = small_stream();
-    let d = run_sequential(&stream);
+    let d = run_sequential(&stream, MapKind::Rbtree);
     (stream, d)
 }
 
@@ -140,6 +144,7 @@ fn bad_flags_are_errors_not_panics() {
         &["--policy", "nearest"],
         &["--distribution", "random"],
         &["--detect-in", "later"],
+        &["--map", "skiplist"],
         &["extra"],
     ] {
         let e = parse(bad).expect_err(&format!("{bad:?} parsed"));
@@ -161,5 +166,6 @@ fn bad_flags_are_errors_not_panics() {
 #[test]
 fn stamp_flags_parse_and_the_binary_exits_zero() {
     assert_eq!(main_exit(&["-a10", "-l4", "-n512", "-s3", "-t2", "--json"]), ExitCode::SUCCESS);
-    assert_eq!(main_exit(&["-a", "0", "-n", "64", "--sequential"]), ExitCode::SUCCESS);
+    assert_eq!(main_exit(&["-a", "0", "-n", "64", "--sequential", "--map", "hash"]), ExitCode::SUCCESS);
+    assert_eq!(main_exit(&["-n", "300", "-t2", "--map", "hash", "--detect-in", "same-unit"]), ExitCode::SUCCESS);
 }

@@ -10,7 +10,8 @@
 //! dictionary).
 //!
 //! On the skeleton a work-unit is one packet, and taking it from the pool
-//! is the capture. A completed flow is checked in a new unit by default
+//! is the capture. The reassembly map is a red-black tree as STAMP's
+//! (`--map rbtree`) or a hash map (`--map hash`). A completed flow is checked in a new unit by default
 //! (`--detect-in new-unit`; see [`DetectIn`] for why), or in the same
 //! transaction (`--detect-in same-unit`).
 //!
@@ -34,7 +35,7 @@ use clap::value_parser;
 use serde_json::{Map, json};
 
 pub use detector::{Detector, SIGNATURES};
-pub use pipeline::{DetectIn, Detection, Verdict, run_sequential, run_skeleton};
+pub use pipeline::{DetectIn, Detection, MapKind, Variant, Verdict, run_sequential, run_skeleton};
 pub use stream::{Packet, Stream, StreamError, digest};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
@@ -65,6 +66,16 @@ pub struct IntruderArgs {
     /// unit that completed it.
     #[arg(long, value_enum, default_value_t = DetectIn::NewUnit)]
     pub detect_in: DetectIn,
+    /// The reassembly map: rbtree (STAMP's) or hash.
+    #[arg(long, value_enum, default_value_t = MapKind::Rbtree)]
+    pub map: MapKind,
+}
+
+impl IntruderArgs {
+    /// The pipeline these flags ask for.
+    pub fn variant(&self) -> Variant {
+        Variant { detect_in: self.detect_in, map: self.map }
+    }
 }
 
 impl Default for IntruderArgs {
@@ -79,7 +90,15 @@ impl App for Intruder {
 
     /// `-a10 -l4 -n2048 -s1`, STAMP's simulator input (about 5000 packets).
     fn small() -> IntruderArgs {
-        IntruderArgs { attack: 10, length: 4, flows: 2048, seed: 1, threads: 1, detect_in: DetectIn::NewUnit }
+        IntruderArgs {
+            attack: 10,
+            length: 4,
+            flows: 2048,
+            seed: 1,
+            threads: 1,
+            detect_in: DetectIn::NewUnit,
+            map: MapKind::Rbtree,
+        }
     }
 
     fn threads(args: &IntruderArgs) -> usize {
@@ -95,10 +114,10 @@ impl App for Intruder {
             .map_err(|e| AppError::Invalid(e.to_string()))?;
         let (detection, report, time) = if common.sequential {
             let t = Instant::now();
-            let d = run_sequential(&stream);
+            let d = run_sequential(&stream, args.map);
             (d, None, t.elapsed())
         } else {
-            let (d, report) = run_skeleton(&stream, args.threads as usize, args.detect_in, common)?;
+            let (d, report) = run_skeleton(&stream, args.threads as usize, args.variant(), common)?;
             let wall = report.wall;
             (d, Some(report), wall)
         };
@@ -110,8 +129,9 @@ impl App for Intruder {
         figures.insert("flagged".into(), json!(detection.flagged().len()));
         figures.insert("threads".into(), json!(if common.sequential { 1 } else { args.threads }));
         figures.insert("sequential".into(), json!(common.sequential));
-        let detect_in = clap::ValueEnum::to_possible_value(&args.detect_in).map(|v| v.get_name().to_owned());
-        figures.insert("detect_in".into(), json!(detect_in));
+        let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_owned());
+        figures.insert("detect_in".into(), json!(name(clap::ValueEnum::to_possible_value(&args.detect_in))));
+        figures.insert("map".into(), json!(name(clap::ValueEnum::to_possible_value(&args.map))));
         Ok(Outcome { app: Self::NAME, report, time, check: stream.check(&detection), figures })
     }
 }

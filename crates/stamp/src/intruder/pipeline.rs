@@ -1,10 +1,10 @@
 //! The capture → reassembly → detection pipeline, on the skeleton and
 //! sequentially, and the self-check of its result.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use skelaff_stm::{TMap, TPtr, TVar, TxError, TxOps, Word, atomically};
+use skelaff_stm::{THashMap, TMap, TPtr, TVar, TxError, TxOps, Word, atomically};
 use skelaff_worklist::{Ctx, RunReport, Skeleton, WorkerInfo};
 
 use super::detector::Detector;
@@ -23,6 +23,30 @@ pub enum DetectIn {
     NewUnit,
     /// In the transaction of the packet that completed the flow.
     SameUnit,
+}
+
+/// The reassembly map: flow id → the flow's fragments so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum MapKind {
+    /// An ordered map: a red-black tree on the skeleton (STAMP's
+    /// `MAP_USE_RBTREE`, what intruder is characterised with: rebalancing
+    /// makes conflicts), a `BTreeMap` in the sequential version. The
+    /// default.
+    #[default]
+    Rbtree,
+    /// A hash map with one bucket per flow on the skeleton, a `HashMap` in
+    /// the sequential version. With many flows each level of the tree is a
+    /// cache miss; a bucket is one.
+    Hash,
+}
+
+/// How the pipeline is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Variant {
+    /// Where a reassembled flow is checked.
+    pub detect_in: DetectIn,
+    /// The reassembly map.
+    pub map: MapKind,
 }
 
 /// What became of a flow.
@@ -75,10 +99,10 @@ impl Detection {
     /// # Examples
     ///
     /// ```
-    /// use skelaff_stamp::intruder::{Stream, run_sequential};
+    /// use skelaff_stamp::intruder::{MapKind, Stream, run_sequential};
     ///
     /// let stream = Stream::generate(50, 8, 40, 2)?;
-    /// assert_eq!(run_sequential(&stream).flagged(), stream.attacks());
+    /// assert_eq!(run_sequential(&stream, MapKind::Rbtree).flagged(), stream.attacks());
     /// # Ok::<(), skelaff_stamp::intruder::StreamError>(())
     /// ```
     pub fn flagged(&self) -> Vec<u32> {
@@ -99,10 +123,10 @@ impl Stream {
     /// # Examples
     ///
     /// ```
-    /// use skelaff_stamp::intruder::{Stream, Verdict, run_sequential};
+    /// use skelaff_stamp::intruder::{MapKind, Stream, Verdict, run_sequential};
     ///
     /// let stream = Stream::generate(10, 4, 200, 1)?;
-    /// let mut d = run_sequential(&stream);
+    /// let mut d = run_sequential(&stream, MapKind::Hash);
     /// assert!(stream.check(&d).is_ok());
     /// let clean = d.verdicts.iter().position(|&v| v == Verdict::Clean).unwrap();
     /// d.verdicts[clean] = Verdict::Attack; // flag an innocent flow
@@ -183,26 +207,59 @@ fn assemble(stream: &Stream, pieces: &[u64]) -> Vec<u8> {
 }
 
 /// The sequential version: one pass over the packets in arrival order with
-/// a plain ordered map of flows being reassembled, each completed flow
-/// checked at once.
+/// a plain map of the flows being reassembled (`BTreeMap` or `HashMap`,
+/// as `map` says), each completed flow checked at once.
 ///
 /// # Examples
 ///
 /// ```
-/// use skelaff_stamp::intruder::{Stream, run_sequential};
+/// use skelaff_stamp::intruder::{MapKind, Stream, run_sequential};
 ///
 /// let stream = Stream::generate(10, 4, 100, 1)?;
-/// let d = run_sequential(&stream);
+/// let d = run_sequential(&stream, MapKind::Rbtree);
 /// assert_eq!(d.unfinished, 0);
 /// assert!(stream.check(&d).is_ok());
 /// # Ok::<(), skelaff_stamp::intruder::StreamError>(())
 /// ```
-pub fn run_sequential(stream: &Stream) -> Detection {
+pub fn run_sequential(stream: &Stream, map: MapKind) -> Detection {
+    match map {
+        MapKind::Rbtree => reassemble_sequentially::<BTreeMap<u32, Partially>>(stream),
+        MapKind::Hash => reassemble_sequentially::<HashMap<u32, Partially>>(stream),
+    }
+}
+
+/// A flow being reassembled by the sequential version: fragments arrived,
+/// and per fragment id its piece (0: not arrived).
+type Partially = (u16, Vec<u64>);
+
+/// The plain maps the sequential version runs on.
+trait PlainMap: Default {
+    fn slot(&mut self, flow: u32, fragments: u16) -> &mut Partially;
+    fn take(&mut self, flow: u32) -> Option<Partially>;
+    fn count(&self) -> usize;
+}
+
+macro_rules! plain_map {
+    ($($m:ident),*) => {$(
+        impl PlainMap for $m<u32, Partially> {
+            fn slot(&mut self, flow: u32, fragments: u16) -> &mut Partially {
+                self.entry(flow).or_insert_with(|| (0, vec![0; fragments.into()]))
+            }
+            fn take(&mut self, flow: u32) -> Option<Partially> {
+                self.remove(&flow)
+            }
+            fn count(&self) -> usize {
+                self.len()
+            }
+        }
+    )*};
+}
+plain_map!(BTreeMap, HashMap);
+
+fn reassemble_sequentially<M: PlainMap>(stream: &Stream) -> Detection {
     let flows = stream.flows();
     let mut d = Detection { digests: vec![0; flows], verdicts: vec![Verdict::Pending; flows], unfinished: 0 };
-    // Per flow being reassembled: fragments arrived, and per fragment id
-    // its piece (0: not arrived).
-    let mut partial: BTreeMap<u32, (u16, Vec<u64>)> = BTreeMap::new();
+    let mut partial = M::default();
     let mut detector = Detector::default();
     for p in &stream.packets {
         let f = p.flow as usize;
@@ -214,9 +271,9 @@ pub fn run_sequential(stream: &Stream) -> Detection {
             stream.data(p).to_vec()
         } else {
             let id = usize::from(p.fragment);
-            let (arrived, slots) = partial.entry(p.flow).or_insert_with(|| (0, vec![0; p.fragments.into()]));
+            let (arrived, slots) = partial.slot(p.flow, p.fragments);
             if slots.len() != usize::from(p.fragments) || slots[id] != 0 {
-                partial.remove(&p.flow);
+                partial.take(p.flow);
                 d.verdicts[f] = Verdict::Malformed;
                 continue;
             }
@@ -225,7 +282,7 @@ pub fn run_sequential(stream: &Stream) -> Detection {
             if *arrived < p.fragments {
                 continue;
             }
-            let slots = partial.remove(&p.flow).map(|(_, slots)| slots).unwrap_or_default();
+            let slots = partial.take(p.flow).map(|(_, slots)| slots).unwrap_or_default();
             assemble(stream, &slots)
         };
         if d.digests[f] != 0 || d.verdicts[f] != Verdict::Pending {
@@ -235,7 +292,7 @@ pub fn run_sequential(stream: &Stream) -> Detection {
         d.digests[f] = digest(&data);
         d.verdicts[f] = if detector.is_attack(&data) { Verdict::Attack } else { Verdict::Clean };
     }
-    d.unfinished = partial.len();
+    d.unfinished = partial.count();
     d
 }
 
@@ -268,10 +325,43 @@ struct Partial {
     slots: Box<[TVar<u64>]>,
 }
 
-/// The transactional state: the reassembly map (flow → partial flow, a
-/// red-black tree as STAMP's) and each flow's digest and verdict.
+/// The transactional reassembly map.
+enum FlowMap {
+    Tree(TMap<u32, TPtr<Partial>>),
+    Hash(THashMap<u32, TPtr<Partial>>),
+}
+
+impl FlowMap {
+    fn get<X: TxOps>(&self, tx: &mut X, flow: u32) -> Result<Option<TPtr<Partial>>, TxError> {
+        match self {
+            FlowMap::Tree(m) => m.get(tx, &flow),
+            FlowMap::Hash(m) => m.get(tx, &flow),
+        }
+    }
+    fn insert<X: TxOps>(&self, tx: &mut X, flow: u32, p: TPtr<Partial>) -> Result<Option<TPtr<Partial>>, TxError> {
+        match self {
+            FlowMap::Tree(m) => m.insert(tx, flow, p),
+            FlowMap::Hash(m) => m.insert(tx, flow, p),
+        }
+    }
+    fn remove<X: TxOps>(&self, tx: &mut X, flow: u32) -> Result<Option<TPtr<Partial>>, TxError> {
+        match self {
+            FlowMap::Tree(m) => m.remove(tx, &flow),
+            FlowMap::Hash(m) => m.remove(tx, &flow),
+        }
+    }
+    fn to_vec<X: TxOps>(&self, tx: &mut X) -> Result<Vec<(u32, TPtr<Partial>)>, TxError> {
+        match self {
+            FlowMap::Tree(m) => m.to_vec(tx),
+            FlowMap::Hash(m) => m.to_vec(tx),
+        }
+    }
+}
+
+/// The transactional state: the reassembly map (flow → partial flow) and
+/// each flow's digest and verdict.
 pub(crate) struct Reassembly {
-    map: TMap<u32, TPtr<Partial>>,
+    map: FlowMap,
     digests: Box<[TVar<u64>]>,
     verdicts: Box<[TVar<Verdict>]>,
 }
@@ -283,9 +373,12 @@ impl fmt::Debug for Reassembly {
 }
 
 impl Reassembly {
-    fn new(flows: usize) -> Self {
+    fn new(flows: usize, kind: MapKind) -> Self {
         Reassembly {
-            map: TMap::new(),
+            map: match kind {
+                MapKind::Rbtree => FlowMap::Tree(TMap::new()),
+                MapKind::Hash => FlowMap::Hash(THashMap::with_buckets(flows)),
+            },
             digests: (0..flows).map(|_| TVar::new(0)).collect(),
             verdicts: (0..flows).map(|_| TVar::new(Verdict::Pending)).collect(),
         }
@@ -296,7 +389,7 @@ impl Reassembly {
         Detection {
             digests: self.digests.iter().map(TVar::load).collect(),
             verdicts: self.verdicts.iter().map(TVar::load).collect(),
-            unfinished: atomically(|tx| self.map.len(tx)),
+            unfinished: atomically(|tx| Ok(self.map.to_vec(tx)?.len())),
         }
     }
 }
@@ -306,7 +399,7 @@ impl Drop for Reassembly {
         // Flows left half-assembled (only after a failed run): free them.
         atomically(|tx| {
             for (flow, p) in self.map.to_vec(tx)? {
-                self.map.remove(tx, &flow)?;
+                self.map.remove(tx, flow)?;
                 // SAFETY: `p` was allocated by a committed transaction and
                 // linked only from the map, from which this transaction
                 // unlinks it; each entry is visited once, so it is freed once.
@@ -392,7 +485,7 @@ impl Skeleton for Pipeline<'_> {
             return self.reassembled(tx, p.flow, self.stream.data(p).to_vec(), detector, s, ctx);
         }
         let (id, n) = (usize::from(p.fragment), usize::from(p.fragments));
-        let Some(ptr) = s.map.get(tx, &p.flow)? else {
+        let Some(ptr) = s.map.get(tx, p.flow)? else {
             let slots = (0..n).map(|f| TVar::new(if f == id { p.piece() } else { 0 })).collect();
             let fresh = tx.alloc(Partial { arrived: TVar::new(1), slots })?;
             s.map.insert(tx, p.flow, fresh)?;
@@ -417,7 +510,7 @@ impl Skeleton for Pipeline<'_> {
                 pieces.push(if f == id { p.piece() } else { tx.read(slot)? });
             }
         }
-        s.map.remove(tx, &p.flow)?;
+        s.map.remove(tx, p.flow)?;
         // SAFETY: allocated by a committed transaction (or this one), linked
         // only from the map entry this transaction just removed, and freed
         // only by the transaction that removes the entry.
@@ -442,22 +535,22 @@ impl Skeleton for Pipeline<'_> {
 ///
 /// ```
 /// use skelaff_stamp::app::CommonArgs;
-/// use skelaff_stamp::intruder::{DetectIn, Stream, run_sequential, run_skeleton};
+/// use skelaff_stamp::intruder::{MapKind, Stream, Variant, run_sequential, run_skeleton};
 ///
 /// let stream = Stream::generate(10, 4, 300, 1)?;
-/// let (d, report) = run_skeleton(&stream, 2, DetectIn::NewUnit, &CommonArgs::default())?;
-/// assert_eq!(d, run_sequential(&stream));
+/// let (d, report) = run_skeleton(&stream, 2, Variant::default(), &CommonArgs::default())?;
+/// assert_eq!(d, run_sequential(&stream, MapKind::Rbtree));
 /// assert_eq!(report.units as usize, stream.packets.len() + stream.flows());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn run_skeleton(
     stream: &Stream,
     threads: usize,
-    detect_in: DetectIn,
+    variant: Variant,
     common: &CommonArgs,
 ) -> Result<(Detection, RunReport), AppError> {
-    let shared = Reassembly::new(stream.flows());
-    let pipeline = Pipeline { stream, detect_in };
+    let shared = Reassembly::new(stream.flows(), variant.map);
+    let pipeline = Pipeline { stream, detect_in: variant.detect_in };
     let mut wl = common.builder(threads).build(&pipeline, &shared)?;
     wl.add_work_units(stream.packets.iter().copied().map(Unit::Packet));
     let report = wl.run()?;
