@@ -6,8 +6,8 @@
 //! processed, the result collected); the stream is generated once, outside
 //! the timing, and each result is checked once before timing.
 //!
-//! - `small`: `-a10 -l4 -n2048 -s1` (STAMP's simulator input);
-//! - `medium`: `-a10 -l16 -n4096 -s1`.
+//! - `default`: `-a10 -l4 -n2048 -s1` (STAMP's simulator input, the flags' default);
+//! - `small`: `-a10 -l16 -n4096 -s1` (`Intruder::small()`).
 //!
 //! `cargo bench --bench intruder`; the ratio to report is
 //! `sequential / skeleton_2t` (above 1: the skeleton is faster).
@@ -23,7 +23,7 @@ use skelaff::stamp::app::CommonArgs;
 use skelaff::stamp::intruder::{MapKind, Stream, Variant, run_sequential, run_skeleton};
 
 fn bench(c: &mut Criterion) {
-    for (name, (a, l, n)) in [("small", (10, 4, 2048)), ("medium", (10, 16, 4096))] {
+    for (name, (a, l, n)) in [("default", (10, 4, 2048)), ("small", (10, 16, 4096))] {
         let stream = Stream::generate(a, l, n, 1).expect("valid input");
         let common = CommonArgs::default();
         stream.check(&run_sequential(&stream, MapKind::Rbtree)).expect("sequential check");
