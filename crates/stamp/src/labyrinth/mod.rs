@@ -46,7 +46,7 @@ pub struct Labyrinth;
 /// STAMP's labyrinth flags, and the generator's.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct LabyrinthArgs {
-    /// Maze file (STAMP's format), or a shape random-x<X>-y<Y>-z<Z>-n<PAIRS> to generate.
+    /// Maze file (STAMP's format), or a shape `random-x<X>-y<Y>-z<Z>-n<PAIRS>` to generate.
     #[arg(short = 'i', value_name = "FILE|SHAPE", default_value = "random-x32-y32-z3-n96")]
     pub input: String,
     /// Number of worker threads.

@@ -40,7 +40,7 @@ const BORDER: u64 = u64::MAX;
 /// state word is the route number (generation) in the high half and the
 /// distance from the source in the low half; a distance counts only if the
 /// generation is the current route's, so nothing is cleared between
-/// routes. Border cells hold [`BORDER`], which no generation reaches.
+/// routes. Border cells hold a value no generation reaches.
 ///
 /// # Examples
 ///
