@@ -14,6 +14,11 @@ pub const SIGNATURES: [&str; 71] = [
 /// The detector of one worker: a scratch buffer for the lower-cased
 /// payload (STAMP's `toLower` preprocessor) and the signature match.
 ///
+/// The match makes one pass over the payload: at each position it tries
+/// only the signatures that start with the byte found there (the
+/// dictionary is indexed by first byte), instead of one pass per
+/// signature.
+///
 /// # Examples
 ///
 /// ```
@@ -23,9 +28,29 @@ pub const SIGNATURES: [&str; 71] = [
 /// assert!(d.is_attack(b"xx ThInK yy"));
 /// assert!(!d.is_attack(b"zzq 12"));
 /// ```
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Detector {
     lower: Vec<u8>,
+    /// The signatures sorted by first byte, and per byte the range of
+    /// those that start with it.
+    sorted: Vec<&'static [u8]>,
+    starting: Box<[(u8, u8); 256]>,
+}
+
+impl Default for Detector {
+    fn default() -> Self {
+        let mut sorted: Vec<&'static [u8]> = SIGNATURES.iter().map(|s| s.as_bytes()).collect();
+        sorted.sort_unstable();
+        let mut starting = Box::new([(0u8, 0u8); 256]);
+        for (i, sig) in sorted.iter().enumerate() {
+            let r = &mut starting[usize::from(sig[0])];
+            if r.0 == r.1 {
+                *r = (i as u8, i as u8);
+            }
+            r.1 = i as u8 + 1;
+        }
+        Detector { lower: Vec::new(), sorted, starting }
+    }
 }
 
 impl Detector {
@@ -34,20 +59,18 @@ impl Detector {
         self.lower.clear();
         self.lower.extend(payload.iter().map(u8::to_ascii_lowercase));
         let text = &self.lower[..];
-        SIGNATURES.iter().any(|sig| contains(text, sig.as_bytes()))
+        (0..text.len()).any(|i| {
+            let (from, to) = self.starting[usize::from(text[i])];
+            self.sorted[usize::from(from)..usize::from(to)].iter().any(|sig| starts_with(&text[i..], sig))
+        })
     }
 }
 
-/// Whether `needle` (non-empty) occurs in `hay`: compare at every position
-/// where the first byte matches.
+/// Whether `hay` starts with `needle` (a byte loop: the needles are a few
+/// bytes long, shorter than a call to `memcmp`).
 #[inline]
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else { return true };
-    if hay.len() < needle.len() {
-        return false;
-    }
-    let last_start = hay.len() - needle.len();
-    hay[..=last_start].iter().enumerate().any(|(i, &b)| b == first && &hay[i + 1..i + needle.len()] == rest)
+fn starts_with(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len() && hay.iter().zip(needle).all(|(a, b)| a == b)
 }
 
 #[cfg(test)]
@@ -56,12 +79,17 @@ mod tests {
 
     #[test]
     fn matcher_agrees_with_std() {
-        let cases: [&[u8]; 6] = [b"", b"a", b"an", b"and", b"xANDx", b"bcausebecause"];
+        let mut d = Detector::default();
+        let cases: [&[u8]; 8] = [b"", b"a", b"an", b"and", b"xANDx", b"bcausebecaus", b"youyoyoyour", b"WHO"];
         for hay in cases {
-            for sig in SIGNATURES {
-                let want = String::from_utf8_lossy(hay).to_ascii_lowercase().contains(sig);
-                assert_eq!(contains(&hay.to_ascii_lowercase(), sig.as_bytes()), want, "{hay:?} {sig}");
-            }
+            let text = String::from_utf8_lossy(hay).to_ascii_lowercase();
+            assert_eq!(d.is_attack(hay), SIGNATURES.iter().any(|s| text.contains(s)), "{hay:?}");
+        }
+        let mut rng = fastrand::Rng::with_seed(5);
+        for _ in 0..20_000 {
+            let hay: Vec<u8> = (0..rng.usize(0..12)).map(|_| rng.u8(b'a'..=b'z')).collect();
+            let text = String::from_utf8_lossy(&hay).into_owned();
+            assert_eq!(d.is_attack(&hay), SIGNATURES.iter().any(|s| text.contains(s)), "{text}");
         }
     }
 
