@@ -13,7 +13,9 @@
 
 pub mod app;
 pub mod genome;
+pub mod intruder;
 pub mod kmeans;
+pub mod labyrinth;
 pub mod phases;
 pub mod vacation;
 
@@ -21,7 +23,13 @@ pub use app::{App, AppError, CommonArgs, Entry, Outcome};
 
 /// Every application, for `skelaff run` and `skelaff experiment`.
 pub fn registry() -> Vec<Entry> {
-    vec![Entry::of::<vacation::Vacation>(), Entry::of::<kmeans::Kmeans>(), Entry::of::<genome::Genome>()]
+    vec![
+        Entry::of::<vacation::Vacation>(),
+        Entry::of::<kmeans::Kmeans>(),
+        Entry::of::<intruder::Intruder>(),
+        Entry::of::<genome::Genome>(),
+        Entry::of::<labyrinth::Labyrinth>(),
+    ]
 }
 
 /// The application called `name`.
