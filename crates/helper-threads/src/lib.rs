@@ -1,0 +1,89 @@
+#![doc = include_str!("../README.md")]
+
+pub mod counters;
+mod error;
+mod helper;
+mod log;
+mod shadow;
+mod tuning;
+
+pub use error::ConfigError;
+pub use helper::{IdlePolicy, Link};
+pub use log::{Full, MAX_LOG_CAPACITY, WriteLog};
+pub use shadow::{MAX_LIFESPAN, Prefetch, ShadowConfig, ShadowEnd, ShadowTx};
+pub use tuning::Tuning;
+
+/// Everything a helper thread does, and how.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HelperConfig {
+    /// Lifespan, write-log capacity, prefetch mode of each shadow.
+    pub shadow: ShadowConfig,
+    /// What an idle helper does.
+    pub idle: IdlePolicy,
+    /// Adaptive tuning of lifespan and log size, and switching an
+    /// unprofitable helper off; `None`: fixed settings.
+    pub adaptive: Option<Tuning>,
+    /// Open perf counters on every worker (LLC misses, or task clock and
+    /// page faults where the machine has no hardware counters) and every
+    /// helper (task clock).
+    pub counters: bool,
+    /// Keep panics of shadows off stderr (a process-wide panic hook that
+    /// forwards every other panic to the hook installed before it).
+    pub quiet_panics: bool,
+}
+
+impl Default for HelperConfig {
+    fn default() -> Self {
+        HelperConfig {
+            shadow: ShadowConfig::default(),
+            idle: IdlePolicy::default(),
+            adaptive: Some(Tuning::default()),
+            counters: true,
+            quiet_panics: true,
+        }
+    }
+}
+
+/// Helper threads that shadow each worker's next unit to prefetch its data
+/// into the cache they share (paper §4.2): the [`Assist`] implementation to
+/// pass to [`Worklist::run_with`].
+///
+/// The worker hands its helper a *clone* of the next unit
+/// (`S::Unit: Clone`): the helper then owns what it shadows, and the
+/// worker never waits for the helper to let go of a unit (a borrowed unit
+/// could not be dropped or moved by the worker before the helper
+/// acknowledged, which would put a wait on the worker's path whenever the
+/// helper is in long user code between two transactional calls). Units are
+/// small in the STAMP applications (an index, a packet).
+///
+/// [`Assist`]: skelaff_worklist::Assist
+/// [`Worklist::run_with`]: skelaff_worklist::Worklist::run_with
+///
+/// # Examples
+///
+/// See the crate documentation.
+#[derive(Debug, Clone, Default)]
+pub struct HelperThreads {
+    pub(crate) config: HelperConfig,
+}
+
+impl HelperThreads {
+    /// Helper threads with `config`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] when the lifespan, the log capacity or the tuning
+    /// bounds are out of range.
+    pub fn new(config: HelperConfig) -> Result<Self, ConfigError> {
+        ShadowTx::new(&config.shadow)?;
+        if let Some(t) = &config.adaptive {
+            t.check(config.shadow.lifespan, config.shadow.log_capacity)?;
+        }
+        Ok(HelperThreads { config })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HelperConfig {
+        &self.config
+    }
+}
