@@ -88,7 +88,7 @@ impl Skeleton for Naughty {
                     std::hint::black_box(v[i]);
                 }
                 Mischief::Unwrap => {
-                    std::hint::black_box(None::<u64>.unwrap());
+                    std::hint::black_box(std::hint::black_box(None::<u64>).unwrap());
                 }
                 Mischief::Overflow => {
                     let big = std::hint::black_box(u64::MAX - c);

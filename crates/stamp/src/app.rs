@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Parser};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use skelaff_worklist::{Distribution, Helpers, PagePolicy, RunReport, ThreadMapping, Worklist};
 
 /// Flags every application takes besides its STAMP flags.
