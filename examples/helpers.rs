@@ -95,7 +95,7 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
     println!(
         "chase: {} nodes ({} MiB) built in {:.1} s; {} hops per unit, {} units per run",
         big.len(),
-        big.len() * 64 >> 20,
+        (big.len() * 64) >> 20,
         t.elapsed().as_secs_f64(),
         args.hops,
         args.units
@@ -108,7 +108,7 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
     let rewalk = big.plain_ns_per_hop(1_000_000_000..1_000_000_000 + probe);
     println!(
         "plain pointer chase, ns/hop: 1 MiB structure (warm) {warm:.1}, {} MiB fresh units {cold:.1} ({:.1}x warm), the same units again {rewalk:.1}",
-        big.len() * 64 >> 20,
+        (big.len() * 64) >> 20,
         cold / warm
     );
 

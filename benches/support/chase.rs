@@ -41,7 +41,11 @@ impl Chase {
         for i in 0..n {
             next[order[i] as usize] = order[(i + 1) % n];
         }
-        let nodes = next.into_iter().enumerate().map(|(i, nx)| Node { next: TVar::new(nx), value: TVar::new(i as u64) }).collect();
+        let nodes = next
+            .into_iter()
+            .enumerate()
+            .map(|(i, nx)| Node { next: TVar::new(nx), value: TVar::new(i as u64) })
+            .collect();
         Chase { nodes, hops, work }
     }
 
@@ -77,7 +81,14 @@ impl Skeleton for Chase {
     type Shared = TVar<u64>;
     type Local = ();
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-    fn process<X: TxOps>(&self, tx: &mut X, &u: &u64, _: &mut (), total: &TVar<u64>, _: &mut Ctx<u64>) -> Result<(), TxError> {
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &u: &u64,
+        _: &mut (),
+        total: &TVar<u64>,
+        _: &mut Ctx<u64>,
+    ) -> Result<(), TxError> {
         let mut at = self.start(u);
         let mut s = 0u64;
         for _ in 0..self.hops {
@@ -98,7 +109,11 @@ impl Skeleton for Chase {
 
 /// One timed run over `units` (seeded in order), with helpers as given;
 /// `None` runs the plain `run()`.
-pub(crate) fn run(chase: &Chase, units: std::ops::Range<u64>, helpers: Option<(Helpers, &HelperConfig)>) -> (Duration, u64, RunReport) {
+pub(crate) fn run(
+    chase: &Chase,
+    units: std::ops::Range<u64>,
+    helpers: Option<(Helpers, &HelperConfig)>,
+) -> (Duration, u64, RunReport) {
     let total = TVar::new(0u64);
     let mut wl = Worklist::builder()
         .threads(1)

@@ -139,7 +139,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
             .map_err(|e| format!("plotting {}: {e}", path.display()))?;
         plots.push(path.display().to_string());
     }
-    println!("wrote {}, {} and {} plot(s) in {}", "results.csv", "results.md", plots.len(), args.out.display());
+    println!("wrote results.csv, results.md and {} plot(s) in {}", plots.len(), args.out.display());
     let failed: Vec<String> = rows
         .iter()
         .filter(|r| !r.passed)
