@@ -1,6 +1,9 @@
 //! Skeleton overhead per empty unit, beside a plain crossbeam-deque loop
 //! and rayon, at 1 and 2 threads.
 
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
