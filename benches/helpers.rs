@@ -1,6 +1,7 @@
 //! Helper threads on a cold pointer chase: one worker with its helper
 //! beside the same worker without (the ratio of the two is the figure),
-//! and with the explicit prefetch hint. The structure is 256 MiB, built
+//! and with the explicit prefetch hints (of the words, and of the words
+//! and their STM lock words). The structure is 256 MiB, built
 //! once; every iteration walks fresh units so that no run finds another's
 //! lines in cache. `examples/helpers.rs` prints the full table.
 
@@ -38,10 +39,11 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(UNITS * u64::from(HOPS)));
     g.measurement_time(Duration::from_secs(5));
     g.sample_size(10);
-    let configs: [(&str, Option<(Helpers, HelperConfig)>); 3] = [
+    let configs: [(&str, Option<(Helpers, HelperConfig)>); 4] = [
         ("off", None),
         ("on", Some((Helpers::On, fixed(Prefetch::Load)))),
         ("on_hint", Some((Helpers::On, fixed(Prefetch::Hint)))),
+        ("on_hint_locks", Some((Helpers::On, fixed(Prefetch::HintLocks)))),
     ];
     for (name, cfg) in &configs {
         g.bench_function(BenchmarkId::new(*name, HOPS), |b| {

@@ -117,6 +117,10 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
         ("off (run_with)".to_owned(), Some((Helpers::Off, HelperConfig::default()))),
         ("on".to_owned(), Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::Load)))),
         ("on, prefetch hint".to_owned(), Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::Hint)))),
+        (
+            "on, hint + STM locks".to_owned(),
+            Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::HintLocks))),
+        ),
         ("on, adaptive".to_owned(), Some((Helpers::On, HelperConfig::default()))),
     ];
     for &l in &args.lifespans {

@@ -25,8 +25,12 @@ pub enum Prefetch {
     Load,
     /// Also an explicit prefetch instruction (x86-64 `prefetcht0`; nothing
     /// on other targets) for every word read, before its load, and for
-    /// every word written, whose line the load-only shadow never touches.
+    /// every word written (whose line the load-only shadow never touches).
     Hint,
+    /// As `Hint`, and also a prefetch of the STM lock word of every word
+    /// read or written: the worker's transactional read loads that word
+    /// too, and the load-only shadow never touches it.
+    HintLocks,
 }
 
 impl fmt::Display for Prefetch {
@@ -34,6 +38,7 @@ impl fmt::Display for Prefetch {
         f.write_str(match self {
             Prefetch::Load => "load",
             Prefetch::Hint => "hint",
+            Prefetch::HintLocks => "hint-locks",
         })
     }
 }
@@ -44,7 +49,12 @@ impl std::str::FromStr for Prefetch {
         match s.trim() {
             "load" => Ok(Prefetch::Load),
             "hint" => Ok(Prefetch::Hint),
-            other => Err(ConfigError::Unknown { what: "prefetch mode", got: other.to_owned(), allowed: "load, hint" }),
+            "hint-locks" => Ok(Prefetch::HintLocks),
+            other => Err(ConfigError::Unknown {
+                what: "prefetch mode",
+                got: other.to_owned(),
+                allowed: "load, hint, hint-locks",
+            }),
         }
     }
 }
@@ -348,6 +358,19 @@ impl<'c> ShadowTx<'c> {
         }
     }
 
+    /// The explicit prefetches of `Prefetch::Hint` and `HintLocks`.
+    #[inline(always)]
+    fn hint<T>(&self, var: &TVar<T>) {
+        match self.prefetch {
+            Prefetch::Load => {}
+            Prefetch::Hint => prefetch_line(var.addr()),
+            Prefetch::HintLocks => {
+                prefetch_line(skelaff_stm::lock_addr(var));
+                prefetch_line(var.addr());
+            }
+        }
+    }
+
     /// Charges one operation: stopped, budget, cancel word.
     #[inline(always)]
     fn charge(&mut self) -> Result<(), TxError> {
@@ -384,9 +407,7 @@ impl TxOps for ShadowTx<'_> {
                 return Ok(T::from_word(w));
             }
         }
-        if self.prefetch == Prefetch::Hint {
-            prefetch_line(addr);
-        }
+        self.hint(var);
         let w = var.load_word();
         self.loads += 1;
         if self.trace.len() < self.trace_cap {
@@ -398,9 +419,7 @@ impl TxOps for ShadowTx<'_> {
     #[inline]
     fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError> {
         self.charge()?;
-        if self.prefetch == Prefetch::Hint {
-            prefetch_line(var.addr());
-        }
+        self.hint(var);
         match self.log.insert(var.addr(), value.to_word()) {
             Ok(()) => Ok(()),
             Err(_) => Err(self.stopped(StopReason::WriteLogFull)),
@@ -440,7 +459,7 @@ mod tests {
     #[test]
     fn writes_stay_private_and_the_log_bound_stops_it() {
         let vars: Vec<TVar<u64>> = (0..10).map(TVar::new).collect();
-        for prefetch in [Prefetch::Load, Prefetch::Hint] {
+        for prefetch in [Prefetch::Load, Prefetch::Hint, Prefetch::HintLocks] {
             let mut sh = ShadowTx::new(&ShadowConfig { prefetch, ..cfg(100, 4) }).unwrap();
             sh.begin(None);
             for v in &vars[..4] {
