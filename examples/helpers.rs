@@ -106,8 +106,24 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
     let warm = small.plain_ns_per_hop(0..probe);
     let cold = big.plain_ns_per_hop(1_000_000_000..1_000_000_000 + probe);
     let rewalk = big.plain_ns_per_hop(1_000_000_000..1_000_000_000 + probe);
+    // Does a second thread chasing elsewhere slow the first one down (a
+    // shared core, memory bandwidth)? On a machine where helpers can pay it
+    // should not.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let beside = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut u = 2_000_000_000u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                big.plain_ns_per_hop(u..u + 10);
+                u += 10;
+            }
+        });
+        let ns = big.plain_ns_per_hop(3_000_000_000..3_000_000_000 + probe);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        ns
+    });
     println!(
-        "plain pointer chase, ns/hop: 1 MiB structure (warm) {warm:.1}, {} MiB fresh units {cold:.1} ({:.1}x warm), the same units again {rewalk:.1}",
+        "plain pointer chase, ns/hop: 1 MiB structure (warm) {warm:.1}, {} MiB fresh units {cold:.1} ({:.1}x warm), the same units again {rewalk:.1}, with a second thread chasing elsewhere {beside:.1}",
         (big.len() * 64) >> 20,
         cold / warm
     );
@@ -193,7 +209,7 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
         "hops": args.hops,
         "work": args.work,
         "units": args.units,
-        "plain_ns_per_hop": {"warm_1mib": warm, "cold": cold, "same_units_again": rewalk, "cold_over_warm": cold / warm},
+        "plain_ns_per_hop": {"warm_1mib": warm, "cold": cold, "same_units_again": rewalk, "cold_over_warm": cold / warm, "cold_with_a_second_chaser": beside},
         "results": rows,
         "notes": last[2].as_ref().map(|r| r.helpers.notes.clone()),
     }))

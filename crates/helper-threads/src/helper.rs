@@ -332,6 +332,9 @@ where
                 let permille = |a: u64, b: u64| (a * 1000).checked_div(b).unwrap_or(0);
                 v.extend([
                     ("tuning_samples", t.total_samples),
+                    ("tuning_useful_lines", t.total.useful),
+                    ("tuning_worker_lines", t.total.worker_lines),
+                    ("tuning_shadow_lines", t.total.shadow_lines),
                     ("coverage_permille", permille(t.total.useful, t.total.worker_lines)),
                     ("accuracy_permille", permille(t.total.useful, t.total.shadow_lines)),
                     ("lifespan_changes", t.lifespan_changes),

@@ -13,6 +13,44 @@ pub use log::{Full, MAX_LOG_CAPACITY, WriteLog};
 pub use shadow::{MAX_LIFESPAN, Prefetch, ShadowConfig, ShadowEnd, ShadowTx};
 pub use tuning::Tuning;
 
+/// Figures that are settings or places, not counts: merging keeps the last.
+const SETTINGS: [&str; 4] = ["cpu", "dedicated_cpu", "lifespan_final", "log_capacity_final"];
+
+/// Adds the figures of one run of a helper (or a worker's counters) into
+/// `into`, for programs made of several skeleton runs: counts are summed,
+/// settings (`cpu`, `dedicated_cpu`, `lifespan_final`,
+/// `log_capacity_final`) take the later value, and the coverage and
+/// accuracy ratios are recomputed from the summed line counts.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_helper_threads::merge_figures;
+///
+/// let f = |v: &[(&str, u64)]| v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<Vec<_>>();
+/// let mut total = f(&[("units_shadowed", 3), ("lifespan_final", 64)]);
+/// merge_figures(&mut total, &f(&[("units_shadowed", 4), ("lifespan_final", 128), ("idle_parks", 1)]));
+/// assert_eq!(total, f(&[("units_shadowed", 7), ("lifespan_final", 128), ("idle_parks", 1)]));
+/// ```
+pub fn merge_figures(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
+    for (k, v) in from {
+        match into.iter_mut().find(|(n, _)| n == k) {
+            Some((_, x)) if SETTINGS.contains(&k.as_str()) => *x = *v,
+            Some((_, x)) => *x += v,
+            None => into.push((k.clone(), *v)),
+        }
+    }
+    let get = |into: &Vec<(String, u64)>, k: &str| into.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    let useful = get(into, "tuning_useful_lines");
+    for (ratio, base) in [("coverage_permille", "tuning_worker_lines"), ("accuracy_permille", "tuning_shadow_lines")] {
+        if let (Some(u), Some(b)) = (useful, get(into, base)) {
+            if let Some((_, x)) = into.iter_mut().find(|(n, _)| n == ratio) {
+                *x = (u * 1000).checked_div(b).unwrap_or(0);
+            }
+        }
+    }
+}
+
 /// Everything a helper thread does, and how.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HelperConfig {

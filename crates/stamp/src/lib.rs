@@ -12,12 +12,16 @@
 //! [`Skeleton`]: skelaff_worklist::Skeleton
 
 pub mod app;
+pub mod genome;
+pub mod kmeans;
+pub mod phases;
+pub mod vacation;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};
 
 /// Every application, for `skelaff run` and `skelaff experiment`.
 pub fn registry() -> Vec<Entry> {
-    vec![]
+    vec![Entry::of::<vacation::Vacation>(), Entry::of::<kmeans::Kmeans>(), Entry::of::<genome::Genome>()]
 }
 
 /// The application called `name`.

@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+
+pub mod array;
+pub mod cg;
+pub mod error;
+pub mod kernel;
+pub mod masa;
+pub mod matrix;
+pub mod mm;
+pub mod nas;
+pub mod ops;
+pub mod scalar;
+pub mod stream;
+pub mod team;
+
+pub use array::SharedArray;
+pub use error::{Error, MmErrorKind, Result};
+pub use kernel::Simd;
+pub use masa::{Access, ArrayPlacement, Chunks, Masa, Schedule, Split, SplitKind, algorithm1};
+pub use matrix::{Csc, Csr, Triplets};
+pub use ops::{CscSpmv, CsrSpmv, SpmvOptions, SymSpmv, SymVariant, TeamSpmv, lower_triangle};
+pub use scalar::Scalar;
+pub use team::{Ctx, Layout, SharedMut, Team, ThreadSlot};

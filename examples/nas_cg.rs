@@ -1,0 +1,116 @@
+//! NAS CG (NPB 3.x) on a pinned thread team, with the matrix and vectors
+//! placed by first touch or by MASA.
+//!
+//! ```sh
+//! cargo run --release --example nas_cg -- --class B --threads 2 --placement masa
+//! cargo run --release --example nas_cg -- --class S --threads 1 --placement first-touch --json
+//! ```
+//!
+//! Prints NPB's iteration log, zeta, `VERIFICATION SUCCESSFUL` or
+//! `VERIFICATION UNSUCCESSFUL` (and then exits non-zero), the time of the
+//! timed iterations and NPB's Mop/s. First touch means what a naive program
+//! does: the main thread writes every array, so all pages land on its node.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde_json::json;
+use skelaff::numa::Topology;
+use skelaff::spmv::nas::{self, Class};
+use skelaff::spmv::{ArrayPlacement, Masa, Schedule, Simd, SplitKind, SpmvOptions};
+
+/// NAS CG on a pinned thread team, verified against NPB's official zeta.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Problem class: S, W, A, B or C.
+    #[arg(long, default_value = "S")]
+    class: Class,
+    /// Team threads, one pinned per CPU (scatter).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Array placement: first-touch (the main thread writes everything), masa, interleave.
+    #[arg(long, default_value = "masa")]
+    placement: ArrayPlacement,
+    /// Row split: rows (Algorithm 1) or nnz (balance entries).
+    #[arg(long, default_value = "rows")]
+    split: SplitKind,
+    /// Kernels: portable or avx2 (default: the best this CPU has).
+    #[arg(long)]
+    simd: Option<Simd>,
+    /// Use 4 KiB pages instead of transparent huge pages.
+    #[arg(long)]
+    no_huge_pages: bool,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("nas_cg: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
+    let topo = Topology::get()?;
+    let masa = Masa::preprocess_with(topo, args.threads, Schedule::from_env()?)?.huge_pages(!args.no_huge_pages);
+    let team = masa.team()?;
+    let simd = args.simd.unwrap_or_else(Simd::best);
+    let opts = SpmvOptions { split: args.split, placement: args.placement, simd }.simd(simd);
+    let p = args.class.params();
+    println!("\n NAS Parallel Benchmarks (skelaff-spmv) - CG Benchmark\n");
+    println!(" Size: {:>11}", p.na);
+    println!(" Iterations: {:>5}", p.niter);
+    println!(
+        " Threads: {} ({}), placement {}, split {}, kernels {}, huge pages {}",
+        args.threads,
+        team.layout().slots().iter().map(|s| format!("cpu{}@node{}", s.cpu, s.node)).collect::<Vec<_>>().join(" "),
+        args.placement,
+        args.split,
+        opts.simd,
+        !args.no_huge_pages
+    );
+    let r = nas::run(&masa, &team, args.class, opts)?;
+    println!(" Initialization time = {:15.3} seconds", r.init_seconds);
+    println!("\n   iteration           ||r||                 zeta");
+    for i in &r.iterations {
+        println!("    {:5}       {:20.14e}{:20.13}", i.it, i.rnorm, i.zeta);
+    }
+    println!(" Benchmark completed");
+    if r.verified {
+        println!(" VERIFICATION SUCCESSFUL");
+    } else {
+        println!(" VERIFICATION UNSUCCESSFUL");
+        println!(" The correct zeta is {:20.13e}", p.zeta_verify);
+    }
+    println!(" Zeta is    {:20.13e}", r.zeta);
+    println!(" Error is   {:20.13e}", r.error);
+    println!(" Class           =                        {}", r.class);
+    println!(" Time in seconds =             {:12.2}", r.seconds);
+    println!(" Mop/s total     =             {:12.2}", r.mops);
+    println!(" Nonzeros        =             {:12}", r.nnz);
+    if topo.nodes().len() == 1 {
+        println!(
+            " Note: this machine has 1 NUMA node; every placement puts every page on it, so MASA cannot beat first touch here."
+        );
+    }
+    if args.json {
+        let j = json!({
+            "benchmark": "CG", "class": r.class.to_string(), "na": p.na, "nonzer": p.nonzer, "niter": p.niter,
+            "shift": p.shift, "nnz": r.nnz, "threads": r.threads, "placement": args.placement.to_string(),
+            "split": args.split.to_string(), "simd": opts.simd.to_string(), "huge_pages": !args.no_huge_pages,
+            "numa_nodes": topo.nodes().len(),
+            "zeta": r.zeta, "zeta_verify": p.zeta_verify, "error": r.error, "verified": r.verified,
+            "seconds": r.seconds, "init_seconds": r.init_seconds, "mops": r.mops,
+        });
+        println!("{j}");
+    }
+    Ok(r.verified)
+}
