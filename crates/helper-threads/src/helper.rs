@@ -35,7 +35,7 @@ use skelaff_worklist::{Assist, Ctx, HelperPlace, LinkFigures, Skeleton, WorkerIn
 use crate::HelperThreads;
 use crate::counters::ThreadCounters;
 use crate::shadow::{ShadowEnd, ShadowTx};
-use crate::tuning::{Tuner, score};
+use crate::tuning::{Probe, Tuner, score};
 
 /// What an idle helper does while it waits for its worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +111,6 @@ pub struct Link<U> {
     notes: Mutex<Vec<String>>,
 }
 
-#[derive(Default)]
 struct WorkerSide {
     handed: AtomicU64,
     skipped: AtomicU64,
@@ -121,6 +120,20 @@ struct WorkerSide {
     pending_sample: AtomicU64,
     /// Sequence number + 1 of the sampled unit running now (0: none).
     sampling: AtomicU64,
+    /// Whether the last handoff gave the helper a unit.
+    handing: AtomicBool,
+    /// The timing probe (adaptive tuning only); locked by the worker alone.
+    timing: Option<Mutex<Timing>>,
+}
+
+/// The worker's timing of its units, for [`Probe`].
+struct Timing {
+    probe: Probe,
+    started: Option<Instant>,
+    /// The unit running now was handed to the helper before.
+    current_helped: bool,
+    /// The unit handed last (the next to run) went to the helper.
+    next_handed: bool,
 }
 
 impl<U> std::fmt::Debug for Link<U> {
@@ -135,7 +148,7 @@ impl<U> std::fmt::Debug for Link<U> {
 }
 
 impl<U> Link<U> {
-    fn new(worker: WorkerInfo, place: Option<HelperPlace>) -> Self {
+    fn new(worker: WorkerInfo, place: Option<HelperPlace>, probe: Option<Probe>) -> Self {
         Link {
             worker,
             place,
@@ -144,7 +157,18 @@ impl<U> Link<U> {
             done: AtomicBool::new(false),
             thread: OnceLock::new(),
             mailbox: Mutex::new(Mailbox { next: None, fresh: false, sampled: None, worker_accesses: None }),
-            w: CachePadded::new(WorkerSide::default()),
+            w: CachePadded::new(WorkerSide {
+                handed: AtomicU64::new(0),
+                skipped: AtomicU64::new(0),
+                off_left: AtomicU64::new(0),
+                wakes: AtomicU64::new(0),
+                pending_sample: AtomicU64::new(0),
+                sampling: AtomicU64::new(0),
+                handing: AtomicBool::new(false),
+                timing: probe.map(|probe| {
+                    Mutex::new(Timing { probe, started: None, current_helped: false, next_handed: false })
+                }),
+            }),
             off_for: AtomicU64::new(0),
             counters: Mutex::new(None),
             worker_counts: Mutex::new(Vec::new()),
@@ -192,7 +216,8 @@ where
     type Link = Link<S::Unit>;
 
     fn link(&self, worker: &WorkerInfo, helper: Option<HelperPlace>) -> Link<S::Unit> {
-        Link::new(*worker, helper)
+        let probe = self.config.adaptive.filter(|t| t.probe_units > 0).map(|t| Probe::new(t.probe_units, t.margin));
+        Link::new(*worker, helper, probe)
     }
 
     fn worker_start(&self, link: &Link<S::Unit>) {
@@ -234,14 +259,38 @@ where
         if off_for > 0 {
             w.off_left.store(off_for, Ordering::Relaxed);
         }
+        // Switched off by its coverage (the helper idles since), or by the
+        // worker's timing probe?
         let off_left = w.off_left.load(Ordering::Relaxed);
-        if off_left > 0 {
-            // Switched off: the helper (idle since it switched itself off)
-            // sits this one out.
+        let mut hand = off_left == 0;
+        if !hand {
             w.off_left.store(off_left - 1, Ordering::Relaxed);
+        }
+        if let Some(t) = &w.timing {
+            let mut t = t.lock();
+            t.started = Some(Instant::now());
+            t.current_helped = t.next_handed;
+            hand &= t.probe.helper_on();
+            t.next_handed = hand && next.is_some();
+        }
+        if !hand {
             w.skipped.fetch_add(u64::from(next.is_some()), Ordering::Relaxed);
+            if !w.handing.swap(false, Ordering::Relaxed) {
+                return;
+            }
+            // The helper may still be on the unit starting now: stop it.
+            let old = {
+                let mut m = link.mailbox.lock();
+                m.fresh = true;
+                m.sampled = None;
+                link.events.fetch_add(1, Ordering::SeqCst);
+                m.next.take()
+            };
+            link.wake();
+            drop(old);
             return;
         }
+        w.handing.store(next.is_some(), Ordering::Relaxed);
         let seq = w.handed.load(Ordering::Relaxed);
         let sampled = match (&self.config.adaptive, next) {
             (Some(t), Some(_)) if seq % u64::from(t.sample_every) == 0 => {
@@ -272,6 +321,13 @@ where
 
     #[inline]
     fn committed(&self, link: &Link<S::Unit>) {
+        if let Some(t) = &link.w.timing {
+            let mut t = t.lock();
+            if let Some(start) = t.started.take() {
+                let helped = t.current_helped;
+                t.probe.unit(start.elapsed(), helped);
+            }
+        }
         let sampling = link.w.sampling.swap(0, Ordering::Relaxed);
         if sampling != 0 {
             let taken = sampler::take();
@@ -341,6 +397,17 @@ where
                     ("log_capacity_changes", t.log_changes),
                     ("switched_off", t.switched_off),
                     ("units_skipped_off", w.skipped.load(Ordering::Relaxed)),
+                ]);
+            }
+            if let Some(t) = &w.timing {
+                let t = t.lock();
+                let p = &t.probe;
+                v.extend([
+                    ("timing_probes", p.probes),
+                    ("timing_paid", p.paid),
+                    ("timing_switched_off", p.switched_off),
+                    ("timing_last_on_ns", p.last_on_ns),
+                    ("timing_last_off_ns", p.last_off_ns),
                 ]);
             }
             v.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()

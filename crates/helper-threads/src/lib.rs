@@ -14,7 +14,8 @@ pub use shadow::{MAX_LIFESPAN, Prefetch, ShadowConfig, ShadowEnd, ShadowTx};
 pub use tuning::Tuning;
 
 /// Figures that are settings or places, not counts: merging keeps the last.
-const SETTINGS: [&str; 4] = ["cpu", "dedicated_cpu", "lifespan_final", "log_capacity_final"];
+const SETTINGS: [&str; 6] =
+    ["cpu", "dedicated_cpu", "lifespan_final", "log_capacity_final", "timing_last_on_ns", "timing_last_off_ns"];
 
 /// Adds the figures of one run of a helper (or a worker's counters) into
 /// `into`, for programs made of several skeleton runs: counts are summed,

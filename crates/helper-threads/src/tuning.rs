@@ -24,6 +24,17 @@
 //! | tail accuracy < ¼ | lifespan ÷ 2 (down to the minimum) |
 //! | a shadow stopped with a full log and accuracy ≥ ½ | log capacity × 2 (up to the maximum) |
 //! | no shadow used more than ¼ of the log | log capacity ÷ 2 (down to the minimum) |
+//!
+//! Coverage says whether the shadow reads what the worker reads, not
+//! whether that was worth it (the data may have been in cache anyway). So
+//! the worker also measures it directly ([`Probe`]): it times each unit
+//! from its start to its commit, and alternates windows of `probe_units`
+//! units with the helper on and windows with it off. If the units run
+//! with the helper are not faster by `margin`, the helper is switched off
+//! for a stretch that doubles each time (up to 64 windows); if they are,
+//! the next probe comes after a stretch that doubles likewise.
+
+use std::time::Duration;
 
 use skelaff_stm::StopReason;
 
@@ -46,6 +57,10 @@ pub struct Tuning {
     pub off_units: u64,
     /// Most worker accesses recorded per sampled unit.
     pub sample_cap: usize,
+    /// Units per timing window (0: no timing probe).
+    pub probe_units: u32,
+    /// How much faster units must run with the helper for it to stay on.
+    pub margin: f64,
 }
 
 impl Default for Tuning {
@@ -58,6 +73,8 @@ impl Default for Tuning {
             min_coverage: 0.05,
             off_units: 256,
             sample_cap: 1 << 14,
+            probe_units: 128,
+            margin: 0.02,
         }
     }
 }
@@ -81,6 +98,118 @@ impl Tuning {
             });
         }
         Ok(())
+    }
+}
+
+/// The worker's timing probe: is the helper worth it? Runs on the worker
+/// thread only.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    units: u64,
+    margin: f64,
+    phase: Phase,
+    /// Helped units' time and count in the current on-window.
+    on: (Duration, u64),
+    /// Unhelped units' time and count in the current probe window.
+    off: (Duration, u64),
+    /// Windows before the next probe (when paying) or before trying again (when not).
+    stretch: u64,
+    pub(crate) probes: u64,
+    pub(crate) paid: u64,
+    pub(crate) switched_off: u64,
+    /// Mean unit time with and without the helper in the last probe (ns).
+    pub(crate) last_on_ns: u64,
+    pub(crate) last_off_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Helper on, measuring (or not, when `measure` is false) for `left` more units.
+    On { left: u64, measure: bool },
+    /// Helper off, measuring, for `left` more units.
+    Probe { left: u64 },
+    /// Helper off, not measuring, for `left` more units.
+    Off { left: u64 },
+}
+
+const MAX_STRETCH: u64 = 64;
+
+impl Probe {
+    pub(crate) fn new(units: u32, margin: f64) -> Self {
+        let units = u64::from(units.max(1));
+        Probe {
+            units,
+            margin,
+            phase: Phase::On { left: units, measure: true },
+            on: (Duration::ZERO, 0),
+            off: (Duration::ZERO, 0),
+            stretch: 1,
+            probes: 0,
+            paid: 0,
+            switched_off: 0,
+            last_on_ns: 0,
+            last_off_ns: 0,
+        }
+    }
+
+    /// Whether the unit about to be handed over goes to the helper.
+    pub(crate) fn helper_on(&self) -> bool {
+        matches!(self.phase, Phase::On { .. })
+    }
+
+    /// A unit took `took`; `helped`: it had been handed to the helper.
+    pub(crate) fn unit(&mut self, took: Duration, helped: bool) {
+        self.phase = match self.phase {
+            Phase::On { left, measure } => {
+                if measure && helped {
+                    self.on.0 += took;
+                    self.on.1 += 1;
+                }
+                match (left.saturating_sub(1), measure) {
+                    (0, true) => Phase::Probe { left: self.units },
+                    (0, false) => Phase::On { left: self.units, measure: true },
+                    (l, m) => Phase::On { left: l, measure: m },
+                }
+            }
+            Phase::Probe { left } => {
+                if !helped {
+                    self.off.0 += took;
+                    self.off.1 += 1;
+                }
+                if left > 1 { Phase::Probe { left: left - 1 } } else { self.decide() }
+            }
+            Phase::Off { left } => {
+                if left > 1 {
+                    Phase::Off { left: left - 1 }
+                } else {
+                    Phase::On { left: self.units, measure: true }
+                }
+            }
+        };
+    }
+
+    fn decide(&mut self) -> Phase {
+        let mean = |(t, n): (Duration, u64)| if n == 0 { None } else { Some(t.as_nanos() as f64 / n as f64) };
+        let (on, off) = (mean(self.on), mean(self.off));
+        self.on = (Duration::ZERO, 0);
+        self.off = (Duration::ZERO, 0);
+        self.probes += 1;
+        let (Some(on), Some(off)) = (on, off) else {
+            return Phase::On { left: self.units, measure: true };
+        };
+        self.last_on_ns = on as u64;
+        self.last_off_ns = off as u64;
+        if on < off * (1.0 - self.margin) {
+            self.paid += 1;
+            let next = self.stretch * self.units;
+            self.stretch = (self.stretch * 2).min(MAX_STRETCH);
+            Phase::On { left: next, measure: false }
+        } else {
+            self.switched_off += 1;
+            let next = self.stretch * self.units;
+            self.stretch = (self.stretch * 2).min(MAX_STRETCH);
+            Phase::Off { left: next }
+        }
     }
 }
 
@@ -280,6 +409,39 @@ mod tests {
         assert_eq!(t.add(sample(1, 0), None, 0, 1024, 1024).off_for, Some(20));
         assert_eq!(t.switched_off, 2);
         assert_eq!(t.add(sample(50, 25), None, 0, 1024, 1024).off_for, None);
+    }
+
+    #[test]
+    fn probe_keeps_a_helper_that_pays_and_drops_one_that_does_not() {
+        let us = Duration::from_micros;
+        let mut p = Probe::new(4, 0.02);
+        assert!(p.helper_on());
+        // Helped units take 10 µs, unhelped ones 20 µs: it pays.
+        for _ in 0..4 {
+            p.unit(us(10), true);
+        }
+        assert!(!p.helper_on(), "probe window: helper off");
+        for _ in 0..4 {
+            p.unit(us(20), false);
+        }
+        assert_eq!((p.probes, p.paid, p.switched_off), (1, 1, 0));
+        assert!(p.helper_on());
+        assert_eq!((p.last_on_ns, p.last_off_ns), (10_000, 20_000));
+        // Unmeasured stretch of 4 units, then a measured window, then a probe.
+        for _ in 0..8 {
+            p.unit(us(30), true);
+        }
+        assert!(!p.helper_on());
+        for _ in 0..4 {
+            p.unit(us(20), false);
+        }
+        // 30 µs with, 20 µs without: it does not pay; off for 2 windows (8 units).
+        assert_eq!((p.probes, p.paid, p.switched_off), (2, 1, 1));
+        for _ in 0..8 {
+            assert!(!p.helper_on());
+            p.unit(us(20), false);
+        }
+        assert!(p.helper_on(), "tried again after the stretch");
     }
 
     #[test]

@@ -302,7 +302,7 @@ impl Skeleton for Chains {
     }
 }
 
-fn chains_run(useful: bool) -> RunReport {
+fn chains_run(useful: bool, probe_units: u32) -> RunReport {
     let skel = Chains {
         cells: (0..8192).map(TVar::new).collect(),
         decoy: (0..8192).map(TVar::new).collect(),
@@ -310,7 +310,7 @@ fn chains_run(useful: bool) -> RunReport {
         slow: Duration::from_micros(100),
         entered: AtomicU64::new(0),
     };
-    let tuning = Tuning { sample_every: 1, window: 2, off_units: 16, ..Tuning::default() };
+    let tuning = Tuning { sample_every: 1, window: 2, off_units: 16, probe_units, ..Tuning::default() };
     let assist = HelperThreads::new(HelperConfig { adaptive: Some(tuning), ..Default::default() }).unwrap();
     let sum = TVar::new(0);
     let mut wl = Worklist::builder().threads(1).helpers(Helpers::On).build(&skel, &sum).unwrap();
@@ -323,19 +323,29 @@ fn chains_run(useful: bool) -> RunReport {
 
 #[test]
 fn tuning_measures_coverage_and_switches_a_useless_helper_off() {
-    let good = within(LIMIT, "useful shadows", || chains_run(true));
+    // Coverage alone (no timing probe, which could switch the helper off
+    // here: the worker's units are slow for other reasons).
+    let good = within(LIMIT, "useful shadows", || chains_run(true, 0));
     let h = helper(&good, 0);
     assert!(h["tuning_samples"] > 10, "{h:?}");
     // Shadows that finish read every line their worker reads.
     assert!(h["coverage_permille"] > 500, "{h:?}");
     assert_eq!(h["switched_off"], 0, "{h:?}");
 
-    let bad = within(LIMIT, "useless shadows", || chains_run(false));
+    let bad = within(LIMIT, "useless shadows", || chains_run(false, 0));
     let h = helper(&bad, 0);
     assert!(h["tuning_samples"] >= 2, "{h:?}");
     assert_eq!(h["coverage_permille"], 0, "{h:?}");
     assert!(h["switched_off"] >= 1, "{h:?}");
     assert!(h["units_skipped_off"] > 0, "{h:?}");
+
+    // With the timing probe: windows of 8 units on and off; every probe
+    // ends in a decision, whichever it is.
+    let timed = within(LIMIT, "timed shadows", || chains_run(true, 8));
+    let h = helper(&timed, 0);
+    assert!(h["timing_probes"] >= 2, "{h:?}");
+    assert_eq!(h["timing_probes"], h["timing_paid"] + h["timing_switched_off"], "{h:?}");
+    assert!(h["timing_last_on_ns"] > 0 && h["timing_last_off_ns"] > 0, "{h:?}");
 }
 
 /// Units that remove and re-insert keys of a shared tree: workers free
