@@ -353,14 +353,37 @@ fn tuning_measures_coverage_and_switches_a_useless_helper_off() {
 /// plain loads (the epoch pin keeps those nodes alive).
 struct Churn {
     map: TMap<u64, u64>,
+    /// Shadows started (the worker waits for them a little, so that a
+    /// loaded machine cannot leave the helper without any).
+    entered: AtomicU64,
 }
 
 impl Skeleton for Churn {
     type Unit = u64;
     type Shared = ();
-    type Local = ();
-    fn init_worker(&self, _: &(), _: &WorkerInfo) {}
-    fn process<X: TxOps>(&self, tx: &mut X, &u: &u64, _: &mut (), _: &(), _: &mut Ctx<u64>) -> Result<(), TxError> {
+    type Local = bool;
+    fn init_worker(&self, _: &(), _: &WorkerInfo) -> bool {
+        false
+    }
+    fn init_helper(&self, _: &(), _: &WorkerInfo) -> bool {
+        true
+    }
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &u: &u64,
+        is_helper: &mut bool,
+        _: &(),
+        _: &mut Ctx<u64>,
+    ) -> Result<(), TxError> {
+        if *is_helper {
+            self.entered.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let t = Instant::now();
+            while self.entered.load(Ordering::Relaxed) * 4 < u && t.elapsed() < Duration::from_millis(2) {
+                std::hint::spin_loop();
+            }
+        }
         let k = u.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 256;
         let old = self.map.remove(tx, &k)?;
         self.map.insert(tx, k, old.unwrap_or(0) + 1)?;
@@ -371,7 +394,7 @@ impl Skeleton for Churn {
 #[test]
 fn shadows_walk_structures_that_workers_free() {
     for threads in [1, 2] {
-        let churn = Churn { map: TMap::new() };
+        let churn = Churn { map: TMap::new(), entered: AtomicU64::new(0) };
         skelaff_stm::atomically(|tx| {
             for k in 0..256 {
                 churn.map.insert(tx, k, 0)?;
@@ -384,7 +407,8 @@ fn shadows_walk_structures_that_workers_free() {
             move || {
                 let mut wl = Worklist::builder().threads(threads).helpers(Helpers::On).build(&*c, &()).unwrap();
                 wl.add_work_units(0..3000);
-                let r = wl.run_with(&HelperThreads::default()).unwrap();
+                let fixed = HelperConfig { adaptive: None, ..HelperConfig::default() };
+                let r = wl.run_with(&HelperThreads::new(fixed).unwrap()).unwrap();
                 let v = skelaff_stm::atomically(|tx| c.map.to_vec(tx));
                 (r, v)
             }
