@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Parser};
 use serde_json::{Map, Value, json};
-use skelaff_worklist::{Distribution, Helpers, PagePolicy, RunReport, ThreadMapping, Worklist};
+use skelaff_helper_threads::HelperThreads;
+use skelaff_worklist::{Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, Worklist};
 
 /// Flags every application takes besides its STAMP flags.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -59,6 +60,26 @@ impl CommonArgs {
             .distribution(self.distribution)
             .mapping(self.mapping)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
+    }
+}
+
+impl CommonArgs {
+    /// Runs `worklist` as `--helpers` asks: the plain [`Worklist::run`]
+    /// with `off`, else [`Worklist::run_with`] and the helper threads of
+    /// `skelaff-helper-threads` (default configuration: lifespan, log
+    /// size and adaptive tuning as that crate documents).
+    ///
+    /// # Errors
+    ///
+    /// As [`Worklist::run`].
+    pub fn run<S: Skeleton>(&self, worklist: &mut Worklist<'_, S>) -> Result<RunReport, skelaff_worklist::Error>
+    where
+        S::Unit: Clone,
+    {
+        match self.helpers {
+            Helpers::Off => worklist.run(),
+            Helpers::On | Helpers::Auto => worklist.run_with(&HelperThreads::default()),
+        }
     }
 }
 

@@ -72,7 +72,17 @@ impl Runs {
                 m.decisions.push(d);
             }
         }
-        m.helpers.per_helper.extend(r.helpers.per_helper);
+        // Helpers and worker counters of the same index are summed.
+        for (into, from) in
+            [(&mut m.helpers.per_helper, r.helpers.per_helper), (&mut m.helpers.per_worker, r.helpers.per_worker)]
+        {
+            for (i, f) in from.into_iter().enumerate() {
+                match into.get_mut(i) {
+                    Some(x) => skelaff_helper_threads::merge_figures(x, &f),
+                    None => into.push(f),
+                }
+            }
+        }
         for n in r.helpers.notes {
             if !m.helpers.notes.contains(&n) {
                 m.helpers.notes.push(n);

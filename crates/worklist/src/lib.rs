@@ -13,13 +13,20 @@
 //! switches to binding its allocations to its own node as soon as the
 //! workers start generating new units. The decisions, with their times, are
 //! in the [`RunReport`].
+//!
+//! With [`Worklist::run_with`] and an [`Assist`] implementation (the
+//! `skelaff-helper-threads` crate), a helper thread beside each worker runs
+//! the worker's next unit ahead of it as a shadow that publishes nothing,
+//! to bring its data into the shared cache (paper §4.2).
 
+mod assist;
 mod placement;
 mod pool;
 mod report;
 mod skeleton;
 mod worklist;
 
+pub use assist::{Assist, HelperPlace, LinkFigures, NoAssist};
 pub use pool::Distribution;
 pub use report::{Decision, HelperFigures, RunReport, WorkerReport};
 pub use skeleton::{Ctx, Skeleton, WorkerInfo};

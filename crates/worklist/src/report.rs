@@ -37,11 +37,16 @@ pub struct WorkerReport {
     pub idle: Duration,
 }
 
-/// Helper-thread figures of a run (filled in when helpers ran).
+/// Helper-thread figures of a run (filled in by the helper implementation
+/// given to [`Worklist::run_with`](crate::Worklist::run_with)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HelperFigures {
     /// Per helper: `(name, value)` pairs, e.g. units shadowed, words prefetched.
     pub per_helper: Vec<Vec<(String, u64)>>,
+    /// Per worker, measured on the worker thread by the helper
+    /// implementation (e.g. its cache misses or software counters), with
+    /// or without a helper; empty for [`Worklist::run`](crate::Worklist::run).
+    pub per_worker: Vec<Vec<(String, u64)>>,
     /// Notes (what was placed where, what could not be measured).
     pub notes: Vec<String>,
 }
@@ -135,6 +140,7 @@ impl RunReport {
             })).collect::<Vec<_>>(),
             "helpers": {
                 "per_helper": self.helpers.per_helper.iter().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
+                "per_worker": self.helpers.per_worker.iter().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
                 "notes": self.helpers.notes,
             },
         })
@@ -191,6 +197,10 @@ impl fmt::Display for RunReport {
         for (i, h) in self.helpers.per_helper.iter().enumerate() {
             let items: Vec<String> = h.iter().map(|(k, v)| format!("{k}={v}")).collect();
             writeln!(f, "  helper {i}: {}", items.join(" "))?;
+        }
+        for (i, w) in self.helpers.per_worker.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
+            let items: Vec<String> = w.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            writeln!(f, "  worker {i} counters: {}", items.join(" "))?;
         }
         for n in &self.helpers.notes {
             writeln!(f, "  helpers: {n}")?;

@@ -38,7 +38,15 @@ pub struct WorkerInfo {
 /// - [`destroy_worker`](Skeleton::destroy_worker) runs last on each worker.
 ///
 /// `process` is generic over [`TxOps`], so the same code runs in a real
-/// transaction and in a helper thread's non-publishing shadow.
+/// transaction and in a helper thread's non-publishing shadow. With helper
+/// threads ([`Worklist::run_with`](crate::Worklist::run_with)), `process`
+/// also runs on the helper for the worker's next unit, with a `TxOps`
+/// whose writes stay private, with a `local` of the helper's own (from
+/// [`init_helper`](Skeleton::init_helper)) and a context whose units are
+/// dropped. It may see an inconsistent mix of values there (its panics are
+/// caught; its reads are budgeted), and whatever it does outside `tx`,
+/// `local` and `ctx` happens in the shadow too: keep such effects absent or
+/// idempotent, as re-runs after a conflict already require.
 ///
 /// # Examples
 ///
@@ -100,6 +108,16 @@ pub trait Skeleton: Sync {
         shared: &Self::Shared,
         ctx: &mut Ctx<Self::Unit>,
     ) -> Result<(), TxError>;
+
+    /// Makes the local data of a helper thread's shadow of `worker`'s next
+    /// units, on the helper thread. It is dropped at the end (and after a
+    /// shadow panicked), never given to `update` or `destroy_worker`.
+    ///
+    /// The default calls [`init_worker`](Skeleton::init_worker); override
+    /// it if that has effects other threads can see.
+    fn init_helper(&self, shared: &Self::Shared, worker: &WorkerInfo) -> Self::Local {
+        self.init_worker(shared, worker)
+    }
 
     /// Runs once per worker, in a transaction, when the pool is empty.
     ///

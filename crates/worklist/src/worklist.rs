@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 use parking_lot::Mutex;
-use skelaff_numa_alloc::{Mapping, NodeSet, Policy, Topology, pin};
+use skelaff_numa_alloc::{Mapping, NodeSet, Plan, Policy, Topology, pin};
 use skelaff_stm::{ContentionManager, Stats, TxError, TxOps, atomically_with};
 
+use crate::assist::{Assist, HelperPlace, LinkFigures, NoAssist};
 use crate::placement;
 use crate::pool::{Distribution, Local, Pool, Signal};
 use crate::report::{Decision, HelperFigures, RunReport, WorkerReport};
@@ -50,11 +51,15 @@ pub enum PagePolicy {
 /// Whether helper threads run beside the workers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Helpers {
-    /// On when idle CPUs share the last-level cache with the workers.
+    /// A helper for each worker that has an idle CPU sharing its
+    /// last-level cache; none for the others.
     Auto,
-    /// Always on, placed as well as possible.
+    /// A helper for every worker: on an idle CPU sharing its last-level
+    /// cache where there is one, else as well as possible (a CPU of the
+    /// same cache used by another thread, else any other CPU), as the
+    /// report's decisions say.
     On,
-    /// Never (the default while no helper implementation is installed).
+    /// No helpers (the default).
     #[default]
     Off,
 }
@@ -270,6 +275,32 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
     /// pinned or given its policy; [`Error::Panicked`] if user code panicked
     /// (every worker is stopped and joined first; remaining units are dropped).
     pub fn run(&mut self) -> Result<RunReport, Error> {
+        self.run_inner(&NoAssist)
+    }
+
+    /// Runs as [`run`](Worklist::run) does, with helper threads from
+    /// `assist` beside the workers as the builder's [`Helpers`] setting
+    /// asks (paper §4.2, Fig. 6): each worker holds two units, hands the
+    /// next one to its helper and processes the previous one. With
+    /// [`Helpers::Off`], or for workers that get no helper, the workers run
+    /// the plain loop; `assist` still sees each worker's start and end.
+    ///
+    /// Helper threads run inside the run's thread scope: they are joined
+    /// before this returns, whatever happened (a panicking helper body is
+    /// noted in the report and the run goes on without it).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Worklist::run).
+    ///
+    /// # Examples
+    ///
+    /// See [`Assist`].
+    pub fn run_with<A: Assist<S>>(&mut self, assist: &A) -> Result<RunReport, Error> {
+        self.run_inner(assist)
+    }
+
+    fn run_inner<A: Assist<S>>(&mut self, assist: &A) -> Result<RunReport, Error> {
         let cfg = &self.cfg;
         // Read the topology before any thread is pinned (hwloc may rebind).
         let topo = Topology::get()?;
@@ -325,32 +356,41 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                 format!("SkelAff: page policy cyclic over nodes {} until workers generate units", state.allowed_nodes),
             );
         }
-        let helpers_wanted = match cfg.helpers {
-            Helpers::Off => false,
-            Helpers::On => true,
-            Helpers::Auto => plan.as_ref().is_some_and(|p| p.slots.iter().any(|s| s.helper.is_some())),
+        let places: Vec<Option<HelperPlace>> = if A::ENABLED {
+            let (places, notes) = helper_places(cfg.helpers, threads, plan.as_ref(), topo);
+            for n in notes {
+                state.decide(None, n);
+            }
+            places
+        } else {
+            if cfg.helpers != Helpers::Off {
+                state.decide(
+                    None,
+                    format!(
+                        "helpers {}: no helper implementation given (Worklist::run_with): running without",
+                        cfg.helpers
+                    ),
+                );
+            }
+            vec![None; threads]
         };
-        state.decide(
-            None,
-            match (cfg.helpers, helpers_wanted) {
-                (Helpers::Off, _) => "helpers off".to_owned(),
-                (_, false) => "helpers off: no idle CPU shares a last-level cache with a worker".to_owned(),
-                (_, true) => {
-                    "helpers requested, but this build has no helper implementation: running without".to_owned()
-                }
-            },
-        );
+        let links: Vec<A::Link> = infos.iter().zip(&places).map(|(i, p)| assist.link(i, *p)).collect();
 
         let start = Instant::now();
         let results: Vec<Option<WorkerReport>> = std::thread::scope(|scope| {
+            // Workers first: a helper exists only for a worker that runs, so
+            // every helper is told to finish.
             let handles: Vec<_> = locals
                 .into_iter()
-                .zip(&infos)
-                .map(|(local, info)| {
+                .zip(infos.iter().zip(&links).zip(&places))
+                .map(|(local, ((info, link), place))| {
                     let state = &state;
                     let info = *info;
+                    let assisted = place.is_some();
                     scope.spawn(move || {
-                        let r = catch_unwind(AssertUnwindSafe(|| worker(state, info, local)));
+                        // Tells the helper to stop on every way out, unwinding included.
+                        let _finish = Finish { assist, link };
+                        let r = catch_unwind(AssertUnwindSafe(|| worker(state, info, local, assist, link, assisted)));
                         match r {
                             Ok(Ok(report)) => Some(report),
                             Ok(Err(e)) => {
@@ -367,13 +407,71 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+            let helpers: Vec<_> = if A::ENABLED {
+                infos
+                    .iter()
+                    .zip(&links)
+                    .zip(&places)
+                    .filter_map(|((info, link), place)| place.map(|p| (info, link, p)))
+                    .map(|(info, link, place)| {
+                        let state = &state;
+                        let spawned = std::thread::Builder::new()
+                            .name(format!("skelaff-helper-{}", info.index))
+                            .spawn_scoped(scope, move || {
+                                if let Some(cpu) = place.cpu {
+                                    if let Err(e) = pin::pin_to_cpu(cpu) {
+                                        state.decide(
+                                            Some(info.index),
+                                            format!("helper not pinned to CPU {cpu} ({e}): it runs unpinned"),
+                                        );
+                                    }
+                                }
+                                let r = catch_unwind(AssertUnwindSafe(|| {
+                                    assist.helper(link, state.skeleton, state.shared, info)
+                                }));
+                                if let Err(p) = r {
+                                    state.decide(
+                                        Some(info.index),
+                                        format!(
+                                            "helper stopped by a panic: {}; the worker goes on alone",
+                                            panic_message(&*p)
+                                        ),
+                                    );
+                                }
+                            });
+                        spawned.map_err(|e| {
+                            state.decide(
+                                Some(info.index),
+                                format!("helper thread could not start ({e}): none for this worker"),
+                            );
+                        })
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let results = handles.into_iter().map(|h| h.join().unwrap_or(None)).collect();
+            for h in helpers.into_iter().flatten() {
+                let _ = h.join();
+            }
+            results
         });
         let wall = start.elapsed();
         if let Some((worker, message)) = state.panic.lock().take() {
             return Err(Error::Panicked { worker, message });
         }
         let workers: Vec<WorkerReport> = results.into_iter().flatten().collect();
+        let mut helpers = HelperFigures::default();
+        if A::ENABLED {
+            for (link, place) in links.into_iter().zip(&places) {
+                let LinkFigures { worker, helper, notes } = assist.figures(link);
+                helpers.per_worker.push(worker);
+                if place.is_some() {
+                    helpers.per_helper.push(helper.unwrap_or_default());
+                }
+                helpers.notes.extend(notes);
+            }
+        }
         Ok(RunReport {
             wall,
             units: workers.iter().map(|w| w.units).sum(),
@@ -384,7 +482,7 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             numa_alloc_global,
             workers,
             decisions: std::mem::take(&mut *state.decisions.lock()),
-            helpers: HelperFigures::default(),
+            helpers,
         })
     }
 }
@@ -411,17 +509,125 @@ fn bind_policy(info: &WorkerInfo) -> Policy {
     Policy::Bind(NodeSet::try_single(node).unwrap_or_default())
 }
 
+/// Calls [`Assist::finish`] when dropped: the worker's way out, unwinding included.
+struct Finish<'l, S: Skeleton, A: Assist<S>> {
+    assist: &'l A,
+    link: &'l A::Link,
+}
+
+impl<S: Skeleton, A: Assist<S>> Drop for Finish<'_, S, A> {
+    fn drop(&mut self) {
+        self.assist.finish(self.link);
+    }
+}
+
+/// Where each worker's helper runs, and the decisions to report.
+fn helper_places(
+    helpers: Helpers,
+    threads: usize,
+    plan: Option<&Plan>,
+    topo: &Topology,
+) -> (Vec<Option<HelperPlace>>, Vec<String>) {
+    let mut notes = Vec::new();
+    let Some(plan) = plan else {
+        return match helpers {
+            Helpers::Off => (vec![None; threads], vec!["helpers off".to_owned()]),
+            Helpers::Auto => (
+                vec![None; threads],
+                vec!["helpers auto: off, because the workers are not pinned (mapping none), so no cache is known to be shared".to_owned()],
+            ),
+            Helpers::On => (
+                vec![Some(HelperPlace { cpu: None, dedicated: false }); threads],
+                vec!["helpers on: not pinned (mapping none); the OS places them".to_owned()],
+            ),
+        };
+    };
+    let n = plan.slots.len();
+    if helpers == Helpers::Off {
+        return (vec![None; n], vec!["helpers off".to_owned()]);
+    }
+    // CPUs taken by workers and by dedicated helpers.
+    let mut load: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for s in &plan.slots {
+        *load.entry(s.cpu).or_default() += 1;
+        if let Some(h) = s.helper {
+            *load.entry(h).or_default() += 1;
+        }
+    }
+    let mut places = Vec::with_capacity(n);
+    for (w, s) in plan.slots.iter().enumerate() {
+        if let Some(h) = s.helper {
+            places.push(Some(HelperPlace { cpu: Some(h), dedicated: true }));
+            continue;
+        }
+        if helpers == Helpers::Auto {
+            notes.push(format!("helpers auto: worker {w} gets none (no idle CPU shares its last-level cache)"));
+            places.push(None);
+            continue;
+        }
+        // On, best effort: the least loaded other CPU of the worker's cache
+        // group, else the least loaded other CPU.
+        let group = topo.pu(s.cpu).map(|p| p.cache_group);
+        let shares = |c: usize| group.is_some() && topo.pu(c).map(|p| p.cache_group) == group;
+        let candidates = topo.allowed_cpus().iter().filter(|&c| c != s.cpu);
+        let best =
+            candidates.min_by_key(|&c| (!shares(c), load.get(&c).copied().unwrap_or(0), c)).map(|c| (c, shares(c)));
+        match best {
+            Some((c, same_cache)) => {
+                *load.entry(c).or_default() += 1;
+                notes.push(format!(
+                    "helpers on: worker {w} has no idle CPU sharing its last-level cache; its helper shares CPU {c}{}",
+                    if same_cache { " (same cache) with other threads" } else { ", which does not share its cache" }
+                ));
+                places.push(Some(HelperPlace { cpu: Some(c), dedicated: false }));
+            }
+            None => {
+                notes.push(format!("helpers on: worker {w}'s helper shares its worker's CPU {} (the only one)", s.cpu));
+                places.push(Some(HelperPlace { cpu: Some(s.cpu), dedicated: false }));
+            }
+        }
+    }
+    let dedicated: Vec<String> = plan
+        .slots
+        .iter()
+        .zip(&places)
+        .filter_map(|(s, p)| p.filter(|p| p.dedicated).and_then(|p| p.cpu).map(|h| format!("{}->{h}", s.cpu)))
+        .collect();
+    if !dedicated.is_empty() {
+        notes.insert(
+            0,
+            format!(
+                "helpers {helpers}: worker CPU -> helper CPU sharing its last-level cache: [{}]",
+                dedicated.join(",")
+            ),
+        );
+    }
+    (places, notes)
+}
+
 /// One worker's life: pin, set the policy, init, loop, update, destroy.
-fn worker<S: Skeleton>(
+///
+/// With `assisted` (only when `A::ENABLED`), the loop is Fig. 6's: the
+/// worker holds the next unit besides the current one and tells its helper
+/// through `assist`; otherwise it is the plain loop (`A::ENABLED` is a
+/// constant, so `run()` compiles without any of it).
+fn worker<S: Skeleton, A: Assist<S>>(
     state: &RunState<'_, S>,
     info: WorkerInfo,
     local: Local<S::Unit>,
+    assist: &A,
+    link: &A::Link,
+    assisted: bool,
 ) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
     if let Some(cpu) = info.cpu {
         pin::pin_to_cpu(cpu)?;
     }
     if let Some(p) = initial_policy(state.policy, &info, state.allowed_nodes, state.page_size) {
         placement::set_worker_policy(p)?;
+    }
+    let assisted = A::ENABLED && assisted;
+    if A::ENABLED {
+        assist.worker_start(link);
     }
     let mut switched = state.policy != PagePolicy::Auto;
     let _ = Stats::take_thread();
@@ -432,6 +638,8 @@ fn worker<S: Skeleton>(
     let begin = Instant::now();
     let backoff = Backoff::new();
     let mut finished = 0usize;
+    // With a helper: the unit taken ahead and handed over (Fig. 6).
+    let mut ahead: Option<S::Unit> = None;
     loop {
         if state.signal.stopped() {
             break;
@@ -439,8 +647,21 @@ fn worker<S: Skeleton>(
         // Note the epoch before looking: a unit published after this
         // moves it, so the wait below cannot miss it.
         let epoch = state.signal.epoch();
-        if let Some(unit) = state.pool.take(&local) {
+        let taken = if assisted {
+            match ahead.take() {
+                Some(u) => Some(u),
+                None => state.pool.take(&local),
+            }
+        } else {
+            state.pool.take(&local)
+        };
+        if let Some(unit) = taken {
             backoff.reset();
+            if assisted {
+                // Take one more and hand it over; the first time this makes two.
+                ahead = state.pool.take(&local);
+                assist.handoff(link, ahead.as_ref());
+            }
             // Checked after taking the unit: the flag is raised before any
             // generated unit is published, so a generated unit is always
             // processed under bind.
@@ -450,10 +671,23 @@ fn worker<S: Skeleton>(
                 state.decide(Some(info.index), format!("SkelAff: page policy {p}"));
                 switched = true;
             }
-            atomically_with(&state.stm, |tx| {
-                ctx.clear();
-                state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
-            });
+            if assisted {
+                let mut attempt = 0u32;
+                atomically_with(&state.stm, |tx| {
+                    if attempt > 0 {
+                        assist.restarted(link);
+                    }
+                    attempt += 1;
+                    ctx.clear();
+                    state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
+                });
+                assist.committed(link);
+            } else {
+                atomically_with(&state.stm, |tx| {
+                    ctx.clear();
+                    state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
+                });
+            }
             units += 1;
             let n = ctx.units.len();
             if n > 0 {
@@ -493,6 +727,9 @@ fn worker<S: Skeleton>(
     let total = begin.elapsed();
     if !state.signal.stopped() {
         atomically_with(&state.stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
+    }
+    if A::ENABLED {
+        assist.worker_end(link);
     }
     state.skeleton.destroy_worker(user, state.shared);
     Ok(WorkerReport {

@@ -317,7 +317,7 @@ impl Backend for Transactional<'_> {
         let skel = Dedup { segments };
         let mut wl = self.common.builder(self.threads).build(&skel, &set)?;
         wl.add_work_units(unit_starts(segments.len(), UNIQUE_CHUNK));
-        self.runs.push(wl.run()?);
+        self.runs.push(self.common.run(&mut wl)?);
         let mut keys: Vec<u128> = atomically(|tx| set.to_vec(tx)).into_iter().map(|(k, ())| k).collect();
         keys.sort_unstable();
         Ok(keys)
@@ -335,7 +335,7 @@ impl Backend for Transactional<'_> {
         let skel = Link { keys, ends, table, overlap };
         let mut wl = self.common.builder(self.threads).build(&skel, &self.entries)?;
         wl.add_work_units(unit_starts(ends.len(), LINK_CHUNK));
-        self.runs.push(wl.run()?);
+        self.runs.push(self.common.run(&mut wl)?);
         Ok(())
     }
 }

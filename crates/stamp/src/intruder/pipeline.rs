@@ -297,6 +297,7 @@ fn reassemble_sequentially<M: PlainMap>(stream: &Stream) -> Detection {
 }
 
 /// A work-unit: a captured packet, or a reassembled flow to check.
+#[derive(Clone)]
 pub(crate) enum Unit {
     /// The packet (copied into the unit, so the pool hands it over with
     /// the unit instead of the worker fetching it from a random place in
@@ -553,6 +554,6 @@ pub fn run_skeleton(
     let pipeline = Pipeline { stream, detect_in: variant.detect_in };
     let mut wl = common.builder(threads).build(&pipeline, &shared)?;
     wl.add_work_units(stream.packets.iter().copied().map(Unit::Packet));
-    let report = wl.run()?;
+    let report = common.run(&mut wl)?;
     Ok((shared.harvest(), report))
 }

@@ -222,7 +222,7 @@ impl Assign for Parallel<'_> {
         let step = Step { points: self.points, centers, k, chunk: self.chunk, old: &self.old, next: &self.next };
         let mut wl = self.common.builder(self.threads).build(&step, acc)?;
         wl.add_work_units((0..self.points.len()).step_by(self.chunk).map(|i| i as u32));
-        self.runs.push(wl.run()?);
+        self.runs.push(self.common.run(&mut wl)?);
         drop(wl);
         let changed = acc.take(sums, counts);
         for (o, n) in self.old.iter_mut().zip(&self.next) {

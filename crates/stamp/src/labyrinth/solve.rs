@@ -317,6 +317,6 @@ pub fn run_skeleton(
     let lee = Lee { maze, costs };
     let mut wl = common.builder(threads).build(&lee, &board)?;
     wl.add_work_units(order.iter().copied());
-    let report = wl.run()?;
+    let report = common.run(&mut wl)?;
     Ok((board.harvest(), report))
 }

@@ -253,7 +253,7 @@ impl App for Vacation {
             let mut wl = common.builder(args.clients).build(&skel, &shared)?;
             wl.add_work_units(args.units());
             let start = Instant::now();
-            let report = wl.run()?;
+            let report = common.run(&mut wl)?;
             let time = start.elapsed();
             let anomalies = shared.anomalies.load(Ordering::Relaxed);
             (shared.manager.snapshot(), anomalies, time, Some(report))
