@@ -4,9 +4,15 @@
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
+//! - [`worklist`]: the transactional worklist skeleton and the SkelAff heuristic.
+//! - [`stamp`]: the STAMP applications on the skeleton.
 //! - [`spmv`]: MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG.
+//! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
 #![doc = ""]
 
+pub use skelaff_helper_threads as helpers;
 pub use skelaff_numa_alloc as numa;
 pub use skelaff_spmv as spmv;
+pub use skelaff_stamp as stamp;
 pub use skelaff_stm as stm;
+pub use skelaff_worklist as worklist;

@@ -759,6 +759,30 @@ pub fn locked_stripes() -> usize {
     (0..LOCK_TABLE_SIZE).filter(|&i| is_locked(ENGINE.lock(i).load(Ordering::Relaxed))).count()
 }
 
+/// The address of the versioned lock that covers `var` in the global lock
+/// table: every transactional read of `var` loads that word too.
+///
+/// For speculative readers that want the STM's metadata in cache along
+/// with the data (a helper thread's shadow prefetches it). It is an
+/// address to prefetch, not a way into the protocol: nothing here gives
+/// access to the lock.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{lock_addr, TVar};
+///
+/// let (a, b) = (TVar::new(1u64), TVar::new(2u64));
+/// assert_ne!(lock_addr(&a), 0);
+/// // Lock words are 8 bytes apart; a variable's stripe is fixed.
+/// assert_eq!(lock_addr(&a) % 8, 0);
+/// assert_eq!(lock_addr(&b), lock_addr(&b));
+/// ```
+#[inline(always)]
+pub fn lock_addr<T>(var: &TVar<T>) -> usize {
+    ENGINE.lock_for(var.addr()).1 as *const _ as usize
+}
+
 /// The global clock: the number of write commits (and non-transactional
 /// stores) so far.
 pub fn clock() -> u64 {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod experiment;
 mod inspect;
 
 /// NUMA-aware transactional worklists.
@@ -20,18 +21,38 @@ enum Command {
     /// Print the machine's NUMA topology; with --demo, allocate a region under
     /// each page policy and print where the kernel put its pages.
     Inspect(inspect::Args),
+    /// Run one STAMP application with its own flags (e.g. `skelaff run vacation -c2`).
+    #[command(disable_help_flag = true)]
+    Run {
+        /// The application: vacation, kmeans, intruder, genome, labyrinth.
+        app: String,
+        /// Its flags (`skelaff run APP --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The paper's experiment: applications x page policies x thread counts,
+    /// written to results.csv, results.md and speedup plots.
+    Experiment(experiment::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Inspect(args) => inspect::run(&args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("skelaff: {e}");
-            ExitCode::FAILURE
-        }
+    match cli.command {
+        Command::Inspect(args) => match inspect::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("skelaff: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Run { app, args } => experiment::run_app(&app, args),
+        Command::Experiment(args) => match experiment::experiment(&args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("skelaff experiment: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

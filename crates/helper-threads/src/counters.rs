@@ -1,0 +1,104 @@
+//! Per-thread event counters through `perf_event_open` (the `perf-event`
+//! crate): last-level cache misses where the machine has hardware counters,
+//! else the software counters that every Linux kernel has (task clock,
+//! page faults). Counters that cannot be opened are reported as such; they
+//! never fail a run.
+
+use perf_event::events::{Cache, CacheOp, CacheResult, Software, WhichCache};
+use perf_event::{Builder, Counter};
+
+/// Which counters a [`ThreadCounters`] could open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Hardware last-level cache read accesses and misses (and the software ones).
+    Hardware,
+    /// Only software counters: task clock and page faults.
+    Software,
+    /// None (perf events refused, e.g. by `perf_event_paranoid` or seccomp).
+    None,
+}
+
+/// Counters of the calling thread, opened and enabled by [`ThreadCounters::open`].
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_helper_threads::counters::{CounterKind, ThreadCounters};
+///
+/// let mut c = ThreadCounters::open();
+/// let v: Vec<u64> = (0..100_000).collect();
+/// std::hint::black_box(&v);
+/// let figures = c.read();
+/// match c.kind() {
+///     CounterKind::None => assert!(figures.is_empty()),
+///     _ => assert!(figures.iter().any(|(name, _)| name == "task_clock_ns")),
+/// }
+/// ```
+#[derive(Debug)]
+pub struct ThreadCounters {
+    kind: CounterKind,
+    counters: Vec<(&'static str, Counter)>,
+    note: Option<String>,
+}
+
+const LLC_MISS: Cache = Cache { which: WhichCache::LL, operation: CacheOp::READ, result: CacheResult::MISS };
+const LLC_ACCESS: Cache = Cache { which: WhichCache::LL, operation: CacheOp::READ, result: CacheResult::ACCESS };
+
+fn open_one<K: Into<perf_event::events::Event>>(kind: K) -> std::io::Result<Counter> {
+    let mut c = Builder::new().kind(kind).build()?;
+    c.enable()?;
+    Ok(c)
+}
+
+impl ThreadCounters {
+    /// Opens and enables counters for the calling thread: hardware LLC
+    /// read misses and accesses if the machine has them, and task clock and
+    /// page faults.
+    pub fn open() -> ThreadCounters {
+        let mut counters = Vec::new();
+        let mut note = None;
+        let hw = open_one(LLC_MISS).and_then(|m| open_one(LLC_ACCESS).map(|a| (m, a)));
+        let kind = match hw {
+            Ok((m, a)) => {
+                counters.push(("llc_read_misses", m));
+                counters.push(("llc_read_accesses", a));
+                CounterKind::Hardware
+            }
+            Err(e) => {
+                note = Some(format!(
+                    "no hardware cache counters on this machine (perf_event_open: {e}); software counters only"
+                ));
+                CounterKind::Software
+            }
+        };
+        match (open_one(Software::TASK_CLOCK), open_one(Software::PAGE_FAULTS)) {
+            (Ok(t), Ok(p)) => {
+                counters.push(("task_clock_ns", t));
+                counters.push(("page_faults", p));
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                if kind == CounterKind::Software {
+                    note = Some(format!("no perf counters at all (perf_event_open: {e})"));
+                    return ThreadCounters { kind: CounterKind::None, counters: Vec::new(), note };
+                }
+            }
+        }
+        ThreadCounters { kind, counters, note }
+    }
+
+    /// Which counters are open.
+    pub fn kind(&self) -> CounterKind {
+        self.kind
+    }
+
+    /// What could not be opened, in words.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The counts since `open`, by name (a counter that cannot be read is
+    /// left out).
+    pub fn read(&mut self) -> Vec<(String, u64)> {
+        self.counters.iter_mut().filter_map(|(name, c)| c.read().ok().map(|v| ((*name).to_owned(), v))).collect()
+    }
+}

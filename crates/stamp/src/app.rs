@@ -1,0 +1,244 @@
+//! What every application shares: the common flags, the outcome of a run,
+//! and the `main` of the example binaries and of `skelaff run`.
+
+use std::fmt;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, FromArgMatches, Parser};
+use serde_json::{Map, Value, json};
+use skelaff_helper_threads::HelperThreads;
+use skelaff_worklist::{Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, Worklist};
+
+/// Flags every application takes besides its STAMP flags.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct CommonArgs {
+    /// Page policy: auto (SkelAff), first-touch, bind, cyclic, interleave.
+    #[arg(long, default_value = "auto")]
+    pub policy: PagePolicy,
+    /// Helper threads: auto, on, off.
+    #[arg(long, default_value = "off")]
+    pub helpers: Helpers,
+    /// Work distribution: shared (one locked queue) or per-node.
+    #[arg(long, default_value = "per-node")]
+    pub distribution: Distribution,
+    /// Thread mapping: scatter, compact, none.
+    #[arg(long, default_value = "scatter")]
+    pub mapping: ThreadMapping,
+    /// Shuffle the seed units with this seed (the paper shuffles inputs); 0 keeps their order.
+    #[arg(long, default_value_t = 1)]
+    pub shuffle: u64,
+    /// Run the sequential version (one thread, no transactions) instead.
+    #[arg(long)]
+    pub sequential: bool,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Default for CommonArgs {
+    fn default() -> Self {
+        CommonArgs {
+            policy: PagePolicy::Auto,
+            helpers: Helpers::Off,
+            distribution: Distribution::PerNode,
+            mapping: ThreadMapping::Scatter,
+            shuffle: 1,
+            sequential: false,
+            json: false,
+        }
+    }
+}
+
+impl CommonArgs {
+    /// A worklist builder configured by these flags for `threads` workers.
+    pub fn builder(&self, threads: usize) -> skelaff_worklist::Builder {
+        Worklist::builder()
+            .threads(threads)
+            .policy(self.policy)
+            .helpers(self.helpers)
+            .distribution(self.distribution)
+            .mapping(self.mapping)
+            .shuffle((self.shuffle != 0).then_some(self.shuffle))
+    }
+}
+
+impl CommonArgs {
+    /// Runs `worklist` as `--helpers` asks: the plain [`Worklist::run`]
+    /// with `off`, else [`Worklist::run_with`] and the helper threads of
+    /// `skelaff-helper-threads` (default configuration: lifespan, log
+    /// size and adaptive tuning as that crate documents).
+    ///
+    /// # Errors
+    ///
+    /// As [`Worklist::run`].
+    pub fn run<S: Skeleton>(&self, worklist: &mut Worklist<'_, S>) -> Result<RunReport, skelaff_worklist::Error>
+    where
+        S::Unit: Clone,
+    {
+        match self.helpers {
+            Helpers::Off => worklist.run(),
+            Helpers::On | Helpers::Auto => worklist.run_with(&HelperThreads::default()),
+        }
+    }
+}
+
+/// Why an application could not run (its self-check failing is not an
+/// error: it is in [`Outcome::check`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// A flag value out of range.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    /// The skeleton failed (topology, pinning, a panic in the application).
+    #[error(transparent)]
+    Worklist(#[from] skelaff_worklist::Error),
+}
+
+/// What a run of an application produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The application's name.
+    pub app: &'static str,
+    /// The skeleton's report (`None` for a sequential run).
+    pub report: Option<RunReport>,
+    /// Time of the timed phase (the parallel run, or the sequential one).
+    pub time: Duration,
+    /// The self-check: `Ok(what was verified)` or `Err(what is wrong)`.
+    pub check: Result<String, String>,
+    /// Application-specific figures.
+    pub figures: Map<String, Value>,
+}
+
+impl Outcome {
+    /// Whether the self-check passed.
+    pub fn passed(&self) -> bool {
+        self.check.is_ok()
+    }
+
+    /// The outcome as one JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "app": self.app,
+            "time_seconds": self.time.as_secs_f64(),
+            "check_passed": self.check.is_ok(),
+            "check": match &self.check { Ok(s) | Err(s) => s },
+            "figures": self.figures,
+            "report": self.report.as_ref().map(RunReport::to_json),
+        })
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}: time {:.3} s", self.app, self.time.as_secs_f64())?;
+        for (k, v) in &self.figures {
+            writeln!(f, "  {k}: {v}")?;
+        }
+        if let Some(r) = &self.report {
+            write!(f, "{r}")?;
+        }
+        match &self.check {
+            Ok(s) => writeln!(f, "{}: check PASSED ({s})", self.app),
+            Err(s) => writeln!(f, "{}: check FAILED: {s}", self.app),
+        }
+    }
+}
+
+/// A STAMP application on the skeleton.
+pub trait App {
+    /// Its name (`vacation`, `kmeans`, …).
+    const NAME: &'static str;
+    /// Its STAMP flags.
+    type Args: Args + Clone + fmt::Debug + Send + Sync;
+
+    /// The flags of the built-in small input (what `skelaff experiment` runs).
+    fn small() -> Self::Args;
+    /// The thread count in `args`.
+    fn threads(args: &Self::Args) -> usize;
+    /// Sets the thread count in `args`.
+    fn set_threads(args: &mut Self::Args, threads: usize);
+    /// Generates the input, runs, and checks the result.
+    ///
+    /// # Errors
+    ///
+    /// [`AppError`] for bad flags or a failed run; a failed self-check is
+    /// reported in the outcome.
+    fn run(args: &Self::Args, common: &CommonArgs) -> Result<Outcome, AppError>;
+}
+
+#[derive(Parser, Debug)]
+struct Cli<A: Args> {
+    #[command(flatten)]
+    app: A,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// The `main` of an application binary: parses `argv` (program name
+/// first), runs, prints the outcome (and a JSON line with `--json`), and
+/// exits non-zero when the run fails or the self-check does.
+pub fn main_for<A: App>(argv: impl IntoIterator<Item = String>) -> ExitCode {
+    let command = <Cli<A::Args> as clap::CommandFactory>::command().name(A::NAME);
+    let matches = match command.try_get_matches_from(argv) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let cli = match Cli::<A::Args>::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    match A::run(&cli.app, &cli.common) {
+        Ok(outcome) => {
+            print!("{outcome}");
+            if cli.common.json {
+                println!("{}", outcome.to_json());
+            }
+            if outcome.passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", A::NAME);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An application, type-erased for the CLI's registry.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// The application's name.
+    pub name: &'static str,
+    /// Its `main` (see [`main_for`]).
+    pub main: fn(Vec<String>) -> ExitCode,
+    /// Runs its small built-in input with `threads` workers and the given
+    /// common flags.
+    pub run_small: fn(usize, &CommonArgs) -> Result<Outcome, AppError>,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry").field("name", &self.name).finish()
+    }
+}
+
+impl Entry {
+    /// The entry of application `A`.
+    pub fn of<A: App>() -> Entry {
+        Entry {
+            name: A::NAME,
+            main: |argv| main_for::<A>(argv),
+            run_small: |threads, common| {
+                let mut args = A::small();
+                A::set_threads(&mut args, threads);
+                A::run(&args, common)
+            },
+        }
+    }
+}

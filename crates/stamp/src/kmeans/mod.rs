@@ -1,0 +1,453 @@
+//! STAMP's **kmeans**: partition points into k clusters (from NU-MineBench).
+//!
+//! For every k from `-n` (min clusters) to `-m` (max clusters): pick k
+//! points as the first centers (a generator seeded with 7, as STAMP), then
+//! iterate: assign every point to its nearest center (squared Euclidean
+//! distance), make every center the mean of its points, until the share of
+//! points that changed cluster is at most `-t` (or 500 iterations more
+//! have run). The result is the clustering of the last k. The features
+//! are z-score normalised first unless `-z` is given.
+//!
+//! The input is generated in-process in the shape of STAMP's files: `-i
+//! random-n65536-d32-c16` means 65 536 points of 32 features around 16
+//! random centers (see [`Points::generate`]). STAMP's low-contention runs
+//! use many clusters (`-m40 -n40`), its high-contention runs few (`-m15
+//! -n15`): fewer clusters, more transactions on each cluster's sums.
+//!
+//! # On the skeleton
+//!
+//! As in the paper's port, each iteration's assignment step is one run of
+//! the worklist, refilled by one thread between runs; the work-unit is a
+//! chunk of `--chunk` points (STAMP's `CHUNK` of its task queue). A unit
+//! finds each point's nearest center outside any shared state, then adds
+//! its points' features into the shared sums and counts in its
+//! transaction (STAMP's `work()` does the same additions, one transaction
+//! per point). The centers are recomputed by one thread after the run.
+//!
+//! # Self-check
+//!
+//! The run is repeated by the sequential version (not timed), and the two
+//! must agree: the same memberships, the same number of iterations for
+//! every k, and centers equal within a tolerance. The tolerance is there
+//! because the shared sums are added in another order (per chunk, in
+//! commit order) than the sequential ones (point by point): the sums are
+//! kept in `f64`, whose rounding differs by some 1e-16 relative between
+//! orders, and the centers are then rounded to `f32` as STAMP keeps them,
+//! so the two centers are equal or a few `f32` units in the last place
+//! apart: the check allows 4 ulps (`4 * f32::EPSILON` relative) plus 1e-9
+//! absolute. Memberships must match exactly (a point would have to lie
+//! within that rounding of the border between two clusters to differ).
+//! Besides, in either mode, every final center with members must be the
+//! mean of its members, recomputed.
+
+mod input;
+mod parallel;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, json};
+
+pub use input::{MAX_DIMS, MAX_POINTS, Points, SPREAD, Shape};
+
+use crate::app::{App, AppError, CommonArgs, Outcome};
+use parallel::Parallel;
+
+/// The kmeans application (see the [module docs](self)).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::{App, CommonArgs};
+/// use skelaff_stamp::kmeans::{Kmeans, KmeansArgs};
+///
+/// let args = KmeansArgs { input: "random-n512-d8-c4".into(), max_clusters: 6, min_clusters: 5, threads: 2, ..KmeansArgs::default() };
+/// let outcome = Kmeans::run(&args, &CommonArgs::default())?;
+/// assert!(outcome.passed(), "{:?}", outcome.check);
+/// # Ok::<(), skelaff_stamp::AppError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kmeans;
+
+/// kmeans' STAMP flags.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct KmeansArgs {
+    /// Maximum number of clusters.
+    #[arg(short = 'm', long = "max-clusters", default_value_t = 40)]
+    pub max_clusters: usize,
+    /// Minimum number of clusters.
+    #[arg(short = 'n', long = "min-clusters", default_value_t = 40)]
+    pub min_clusters: usize,
+    /// Convergence threshold: stop when at most this share of the points changed cluster.
+    #[arg(short = 't', long = "threshold", default_value_t = 0.05)]
+    pub threshold: f64,
+    /// The input, generated in-process: `random-n<points>-d<dims>-c<centers>`.
+    #[arg(short = 'i', long = "input", default_value = "random-n2048-d16-c16")]
+    pub input: String,
+    /// Do not z-score transform the features.
+    #[arg(short = 'z', long = "no-zscore")]
+    pub no_zscore: bool,
+    /// Number of threads.
+    #[arg(short = 'p', long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Points per work-unit (0: the number of points / 16, within 16..=1024).
+    #[arg(long, default_value_t = 0)]
+    pub chunk: usize,
+    /// Seed of the generated input.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl Default for KmeansArgs {
+    fn default() -> Self {
+        KmeansArgs {
+            max_clusters: 40,
+            min_clusters: 40,
+            threshold: 0.05,
+            input: "random-n2048-d16-c16".into(),
+            no_zscore: false,
+            threads: 1,
+            chunk: 0,
+            seed: 0,
+        }
+    }
+}
+
+/// The most clusters accepted.
+pub const MAX_CLUSTERS: usize = 1 << 16;
+/// STAMP's cap on the iterations after the first, per k.
+pub const MAX_LOOPS: u32 = 500;
+
+impl KmeansArgs {
+    fn validate(&self) -> Result<Shape, AppError> {
+        let shape = Shape::parse(&self.input)?;
+        let bad = |m: String| Err(AppError::Invalid(m));
+        if self.threads == 0 {
+            return bad("-p (threads) must be at least 1".into());
+        }
+        if self.min_clusters == 0 || self.min_clusters > self.max_clusters {
+            return bad(format!(
+                "need 1 <= -n (min clusters) <= -m (max clusters) (got -n{} -m{})",
+                self.min_clusters, self.max_clusters
+            ));
+        }
+        if self.max_clusters > shape.points.min(MAX_CLUSTERS) {
+            return bad(format!(
+                "-m{} clusters: at most the number of points ({}) and {MAX_CLUSTERS}",
+                self.max_clusters, shape.points
+            ));
+        }
+        if !self.threshold.is_finite() || self.threshold < 0.0 {
+            return bad(format!("-t (threshold) must be a number >= 0 (got {})", self.threshold));
+        }
+        if self.chunk > u32::MAX as usize {
+            return bad(format!("--chunk must be at most {} (got {})", u32::MAX, self.chunk));
+        }
+        Ok(shape)
+    }
+
+    fn chunk(&self, points: usize) -> usize {
+        if self.chunk > 0 { self.chunk } else { (points / 16).clamp(16, 1024) }
+    }
+
+    /// The generated (and normalised) input.
+    ///
+    /// # Errors
+    ///
+    /// [`AppError::Invalid`] for an input name not of the generated form.
+    pub fn points(&self) -> Result<Points, AppError> {
+        let mut p = Points::generate(self.validate()?, self.seed);
+        if !self.no_zscore {
+            p.zscore();
+        }
+        Ok(p)
+    }
+}
+
+/// The result: the clustering of the last k, and the iterations each k took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clustering {
+    /// The number of clusters of the result (`-m`).
+    pub clusters: usize,
+    /// Its centers, `clusters × dims`.
+    pub centers: Vec<f32>,
+    /// Each point's cluster.
+    pub membership: Vec<u32>,
+    /// Iterations run for each k from `-n` to `-m`.
+    pub iterations: Vec<u32>,
+}
+
+/// The nearest of the `k` centers to point `p` (the first one on a tie).
+#[inline]
+pub(crate) fn nearest(p: &[f32], centers: &[f32], k: usize) -> u32 {
+    let d = p.len();
+    let mut best = 0;
+    let mut best_dist = f32::MAX;
+    for c in 0..k {
+        let dist: f32 = p.iter().zip(&centers[c * d..(c + 1) * d]).map(|(a, b)| (a - b) * (a - b)).sum();
+        if dist < best_dist {
+            best_dist = dist;
+            best = c as u32;
+        }
+    }
+    best
+}
+
+/// One way to run the assignment step.
+pub(crate) trait Assign {
+    /// Forgets the memberships (every point in no cluster).
+    fn reset(&mut self);
+    /// Assigns every point to its nearest of the `k` centers; returns the
+    /// sum of the features of each cluster's points (`sums`, `k × d`),
+    /// their number (`counts`), and how many points changed cluster.
+    fn assign(&mut self, centers: &[f32], k: usize, sums: &mut [f64], counts: &mut [u64]) -> Result<u64, AppError>;
+    /// The memberships after the last step.
+    fn membership(&self) -> Vec<u32>;
+}
+
+/// The sequential assignment step.
+struct Sequential<'a> {
+    points: &'a Points,
+    membership: Vec<u32>,
+}
+
+impl Assign for Sequential<'_> {
+    fn reset(&mut self) {
+        self.membership.fill(u32::MAX);
+    }
+
+    fn assign(&mut self, centers: &[f32], k: usize, sums: &mut [f64], counts: &mut [u64]) -> Result<u64, AppError> {
+        let d = self.points.dims;
+        let mut changed = 0;
+        for (i, m) in self.membership.iter_mut().enumerate() {
+            let p = self.points.point(i);
+            let c = nearest(p, centers, k);
+            if *m != c {
+                changed += 1;
+                *m = c;
+            }
+            let c = c as usize;
+            counts[c] += 1;
+            for (acc, &x) in sums[c * d..(c + 1) * d].iter_mut().zip(p) {
+                *acc += f64::from(x);
+            }
+        }
+        Ok(changed)
+    }
+
+    fn membership(&self) -> Vec<u32> {
+        self.membership.clone()
+    }
+}
+
+/// Clusters `points` for every k in `min..=max` (STAMP's `cluster_exec`
+/// and `normal_exec`).
+fn cluster(
+    points: &Points,
+    min: usize,
+    max: usize,
+    threshold: f64,
+    a: &mut impl Assign,
+) -> Result<Clustering, AppError> {
+    let (n, d) = (points.len(), points.dims);
+    let mut out = Clustering { clusters: 0, centers: Vec::new(), membership: Vec::new(), iterations: Vec::new() };
+    for k in min..=max {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut centers: Vec<f32> = Vec::with_capacity(k * d);
+        for _ in 0..k {
+            centers.extend_from_slice(points.point(rng.usize(0..n)));
+        }
+        a.reset();
+        let mut sums = vec![0.0f64; k * d];
+        let mut counts = vec![0u64; k];
+        let mut loops = 0;
+        let mut iterations = 0;
+        loop {
+            sums.fill(0.0);
+            counts.fill(0);
+            let changed = a.assign(&centers, k, &mut sums, &mut counts)?;
+            iterations += 1;
+            for c in 0..k {
+                if counts[c] > 0 {
+                    for j in 0..d {
+                        centers[c * d + j] = (sums[c * d + j] / counts[c] as f64) as f32;
+                    }
+                }
+            }
+            let delta = changed as f64 / n as f64;
+            if !(delta > threshold && loops < MAX_LOOPS) {
+                break;
+            }
+            loops += 1;
+        }
+        out.iterations.push(iterations);
+        out.clusters = k;
+        out.centers = centers;
+    }
+    out.membership = a.membership();
+    Ok(out)
+}
+
+/// Clusters sequentially (the speed baseline and the reference of the
+/// self-check), returning the result and the time of the clustering.
+///
+/// # Errors
+///
+/// [`AppError::Invalid`] for flags out of range.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::kmeans::{sequential, KmeansArgs};
+///
+/// let args = KmeansArgs { input: "random-n256-d4-c3".into(), max_clusters: 3, min_clusters: 2, ..KmeansArgs::default() };
+/// let (c, _) = sequential(&args)?;
+/// assert_eq!((c.clusters, c.iterations.len(), c.membership.len()), (3, 2, 256));
+/// # Ok::<(), skelaff_stamp::AppError>(())
+/// ```
+pub fn sequential(args: &KmeansArgs) -> Result<(Clustering, Duration), AppError> {
+    let points = args.points()?;
+    run_sequential(args, &points)
+}
+
+fn run_sequential(args: &KmeansArgs, points: &Points) -> Result<(Clustering, Duration), AppError> {
+    let mut a = Sequential { points, membership: vec![u32::MAX; points.len()] };
+    let start = Instant::now();
+    let c = cluster(points, args.min_clusters, args.max_clusters, args.threshold, &mut a)?;
+    Ok((c, start.elapsed()))
+}
+
+/// Whether two centers agree within the self-check's tolerance (see the
+/// [module docs](self)).
+pub fn close(a: f32, b: f32) -> bool {
+    (a - b).abs() <= 4.0 * f32::EPSILON * a.abs().max(b.abs()) + 1e-9
+}
+
+impl Clustering {
+    /// Checks that every center with members is the mean of its members
+    /// (recomputed in `f64`), within [`close`].
+    ///
+    /// # Errors
+    ///
+    /// The first center that is not, or a membership out of range.
+    pub fn check_means(&self, points: &Points) -> Result<(), String> {
+        let (k, d) = (self.clusters, points.dims);
+        let mut sums = vec![0.0f64; k * d];
+        let mut counts = vec![0u64; k];
+        if self.membership.len() != points.len() || self.centers.len() != k * d {
+            return Err("the result has the wrong number of points or centers".into());
+        }
+        for (i, &m) in self.membership.iter().enumerate() {
+            let c = m as usize;
+            if c >= k {
+                return Err(format!("point {i} is in cluster {m}, outside 0..{k}"));
+            }
+            counts[c] += 1;
+            for (s, &x) in sums[c * d..(c + 1) * d].iter_mut().zip(points.point(i)) {
+                *s += f64::from(x);
+            }
+        }
+        for c in (0..k).filter(|&c| counts[c] > 0) {
+            for j in 0..d {
+                let mean = (sums[c * d + j] / counts[c] as f64) as f32;
+                if !close(mean, self.centers[c * d + j]) {
+                    return Err(format!(
+                        "center {c} feature {j} is {} but its {} points' mean is {mean}",
+                        self.centers[c * d + j],
+                        counts[c]
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares with a reference clustering (the sequential one): the same
+    /// iterations and memberships, centers within [`close`].
+    ///
+    /// # Errors
+    ///
+    /// The first difference.
+    pub fn compare(&self, reference: &Clustering) -> Result<(), String> {
+        if self.iterations != reference.iterations {
+            return Err(format!("iterations {:?}, sequentially {:?}", self.iterations, reference.iterations));
+        }
+        if self.clusters != reference.clusters || self.centers.len() != reference.centers.len() {
+            return Err("a different number of clusters than sequentially".into());
+        }
+        if let Some(i) = (0..self.membership.len().max(reference.membership.len()))
+            .find(|&i| self.membership.get(i) != reference.membership.get(i))
+        {
+            let n = self.membership.iter().zip(&reference.membership).filter(|(a, b)| a != b).count();
+            return Err(format!("{n} points in another cluster than sequentially (first: point {i})"));
+        }
+        if let Some((i, (a, b))) =
+            self.centers.iter().zip(&reference.centers).enumerate().find(|(_, (a, b))| !close(**a, **b))
+        {
+            return Err(format!("center value {i} is {a}, sequentially {b}: beyond the tolerance"));
+        }
+        Ok(())
+    }
+}
+
+impl App for Kmeans {
+    const NAME: &'static str = "kmeans";
+    type Args = KmeansArgs;
+
+    /// The low-contention clusters (`-m40 -n40 -t0.05`) on STAMP's
+    /// middle-sized input shape, `random-n16384-d24-c16`: some 30 ms of
+    /// clustering, enough to split over two threads.
+    fn small() -> KmeansArgs {
+        KmeansArgs { input: "random-n16384-d24-c16".into(), ..KmeansArgs::default() }
+    }
+
+    fn threads(args: &KmeansArgs) -> usize {
+        args.threads
+    }
+
+    fn set_threads(args: &mut KmeansArgs, threads: usize) {
+        args.threads = threads;
+    }
+
+    fn run(args: &KmeansArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
+        let points = args.points()?;
+        let chunk = args.chunk(points.len());
+        let mut figures = Map::new();
+        figures.insert("points".into(), json!(points.len()));
+        figures.insert("dims".into(), json!(points.dims));
+        figures.insert("min_clusters".into(), json!(args.min_clusters));
+        figures.insert("max_clusters".into(), json!(args.max_clusters));
+        figures.insert("threads".into(), json!(args.threads));
+        let (result, time, report, reference) = if common.sequential {
+            let (c, t) = run_sequential(args, &points)?;
+            (c, t, None, None)
+        } else {
+            crate::phases::discover_topology()?;
+            let mut a = Parallel::new(&points, common, args.threads, chunk);
+            let start = Instant::now();
+            let c = cluster(&points, args.min_clusters, args.max_clusters, args.threshold, &mut a)?;
+            let time = start.elapsed();
+            figures.insert("chunk".into(), json!(chunk));
+            figures.insert("runs".into(), json!(a.runs.len()));
+            let (reference, seq_time) = run_sequential(args, &points)?;
+            figures.insert("sequential_check_seconds".into(), json!(seq_time.as_secs_f64()));
+            (c, time, a.runs.merged(), Some(reference))
+        };
+        figures.insert("iterations".into(), json!(result.iterations));
+        figures
+            .insert("membership_digest".into(), json!(format!("{:016x}", crate::phases::digest(&result.membership))));
+        let check = result.check_means(&points).and_then(|()| match &reference {
+            Some(r) => result.compare(r).map(|()| {
+                format!(
+                    "{} clusters: memberships and iterations {:?} equal to the sequential run's, centers within \
+                     4 f32 ulps, each center the mean of its points",
+                    result.clusters, result.iterations
+                )
+            }),
+            None => Ok(format!(
+                "{} clusters after iterations {:?}: each center the mean of its points",
+                result.clusters, result.iterations
+            )),
+        });
+        Ok(Outcome { app: Kmeans::NAME, report, time, check, figures })
+    }
+}

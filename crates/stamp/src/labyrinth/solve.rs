@@ -1,0 +1,322 @@
+//! Routing every pair, on the skeleton and sequentially, and the
+//! self-check of the routed grid.
+
+use std::fmt;
+
+use skelaff_stm::{AbortReason, TPtr, TVar, TxError, TxOps};
+use skelaff_worklist::{Ctx, RunReport, Skeleton, WorkerInfo};
+
+use super::maze::{EMPTY, ENDPOINT, Maze, PATH_BASE, WALL};
+use super::router::{Costs, Router};
+use crate::app::{AppError, CommonArgs};
+
+/// The result of routing: per pair its path (cells from source to
+/// destination) or `None`, and the grid as the run left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routing {
+    /// Per pair (input order), the routed path.
+    pub paths: Vec<Option<Vec<u32>>>,
+    /// Per cell: [`Routing::EMPTY`], [`Routing::WALL`],
+    /// [`Routing::ENDPOINT`], or `Routing::PATH_BASE + k` for a cell on
+    /// pair `k`'s path.
+    pub grid: Vec<u32>,
+}
+
+impl Routing {
+    /// A grid cell that is free.
+    pub const EMPTY: u32 = EMPTY;
+    /// A wall cell.
+    pub const WALL: u32 = WALL;
+    /// A source or destination cell.
+    pub const ENDPOINT: u32 = ENDPOINT;
+    /// A cell claimed by pair `k` holds `PATH_BASE + k`.
+    pub const PATH_BASE: u32 = PATH_BASE;
+
+    /// How many pairs were routed.
+    pub fn routed(&self) -> usize {
+        self.paths.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// Cells on routed paths, endpoints included.
+    pub fn cells_used(&self) -> usize {
+        self.paths.iter().flatten().map(Vec::len).sum()
+    }
+}
+
+impl Maze {
+    /// STAMP's self-check, strengthened. From the maze alone (walls, then
+    /// endpoints) it rebuilds the grid path by path and verifies that:
+    /// each routed path starts at its source and ends at its destination;
+    /// consecutive cells are adjacent; no inner cell is a wall, an endpoint
+    /// or a cell of another path (paths are disjoint); the grid the run
+    /// left is exactly that rebuilt grid (no cell claimed without a path,
+    /// no path cell unclaimed); and no unrouted pair could still be routed
+    /// in it (cells are only ever claimed, so a pair that found no path
+    /// when it was routed has none at the end either).
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, with the first few offending pairs or cells.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::labyrinth::{Costs, Maze, Routing, run_sequential};
+    ///
+    /// let m = Maze::parse("d 4 1 1\np 0 0 0 3 0 0\n", "corridor")?;
+    /// let mut r = run_sequential(&m, Costs::default(), &m.routing_order());
+    /// assert!(m.check(&r).is_ok());
+    /// r.grid[1] = Routing::EMPTY; // forget a claimed cell
+    /// assert!(m.check(&r).is_err());
+    /// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
+    /// ```
+    pub fn check(&self, r: &Routing) -> Result<String, String> {
+        let cells = self.dims.cells();
+        if r.paths.len() != self.pairs.len() || r.grid.len() != cells {
+            return Err(format!(
+                "result has {} paths and {} cells for {} pairs and {cells} cells",
+                r.paths.len(),
+                r.grid.len(),
+                self.pairs.len()
+            ));
+        }
+        let mut expect = self.initial_grid();
+        let mut problems = Vec::new();
+        let mut note = |p: String| problems.push(p);
+        for (k, path) in r.paths.iter().enumerate() {
+            let Some(path) = path else { continue };
+            let (src, dst) = self.pairs[k];
+            if path.len() < 2 || path[0] != src || path[path.len() - 1] != dst {
+                note(format!("path {k} does not run from its source {src} to its destination {dst}"));
+                continue;
+            }
+            if let Some(&c) = path.iter().find(|&&c| c as usize >= cells) {
+                note(format!("path {k} leaves the grid at cell {c}"));
+                continue;
+            }
+            if let Some(w) = path.windows(2).find(|w| !self.dims.adjacent(w[0], w[1])) {
+                note(format!("path {k} jumps from cell {} to non-adjacent cell {}", w[0], w[1]));
+                continue;
+            }
+            for &c in &path[1..path.len() - 1] {
+                match expect[c as usize] {
+                    EMPTY => expect[c as usize] = PATH_BASE + k as u32,
+                    WALL => note(format!("path {k} crosses the wall at cell {c}")),
+                    ENDPOINT => note(format!("path {k} passes through the endpoint at cell {c}")),
+                    other => note(format!("paths {k} and {} share cell {c}", other - PATH_BASE)),
+                }
+            }
+        }
+        if let Some(c) = (0..cells).find(|&c| r.grid[c] != expect[c]) {
+            let n = (0..cells).filter(|&c| r.grid[c] != expect[c]).count();
+            note(format!(
+                "{n} cells of the grid disagree with the paths (first: cell {c} holds {}, the paths say {})",
+                describe(r.grid[c]),
+                describe(expect[c])
+            ));
+        }
+        let mut unrouted = 0usize;
+        let mut router = Router::new(self.dims);
+        for (k, _) in r.paths.iter().enumerate().filter(|(_, p)| p.is_none()) {
+            unrouted += 1;
+            let (src, dst) = self.pairs[k];
+            let unit = Costs { x: 1, y: 1, z: 1, bend: 0 };
+            if router.route(self.dims, unit, src, dst, |c| expect[c as usize] == EMPTY).is_some() {
+                note(format!("pair {k} was left unrouted, but the final grid still has a path for it"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(format!(
+                "{} of {} pairs routed: every path connected from source to destination, disjoint, clear of walls and endpoints, and matching the grid; the {unrouted} unrouted pairs have no path left",
+                r.routed(),
+                self.pairs.len()
+            ))
+        } else {
+            let n = problems.len();
+            problems.truncate(5);
+            Err(format!("{n} problems: {}", problems.join("; ")))
+        }
+    }
+}
+
+fn describe(v: u32) -> String {
+    match v {
+        EMPTY => "nothing".into(),
+        WALL => "a wall".into(),
+        ENDPOINT => "an endpoint".into(),
+        p => format!("path {}", p - PATH_BASE),
+    }
+}
+
+/// The sequential version: routes the pairs one after the other, in
+/// `order`, on a plain grid.
+///
+/// # Panics
+///
+/// If `order` names a pair the maze does not have.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::labyrinth::{Costs, Maze, run_sequential};
+///
+/// let m = Maze::load("random-x16-y16-z2-n10", 1, 0)?;
+/// let r = run_sequential(&m, Costs::default(), &m.routing_order());
+/// assert!(r.routed() > 0);
+/// assert!(m.check(&r).is_ok());
+/// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
+/// ```
+pub fn run_sequential(maze: &Maze, costs: Costs, order: &[u32]) -> Routing {
+    let mut grid = maze.initial_grid();
+    let mut paths = vec![None; maze.pairs.len()];
+    let mut router = Router::new(maze.dims);
+    for &k in order {
+        let (src, dst) = maze.pairs[k as usize];
+        if let Some(path) = router.route(maze.dims, costs, src, dst, |c| grid[c as usize] == EMPTY) {
+            for &c in &path[1..path.len() - 1] {
+                grid[c as usize] = PATH_BASE + k;
+            }
+            paths[k as usize] = Some(path);
+        }
+    }
+    Routing { paths, grid }
+}
+
+/// A routed path shared through a transactional slot.
+type PathSlot = TVar<Option<TPtr<Vec<u32>>>>;
+
+/// The transactional state: the grid (one word per cell) and, per pair,
+/// its routed path once a routing transaction commits.
+pub(crate) struct Board {
+    cells: Box<[TVar<u32>]>,
+    paths: Box<[PathSlot]>,
+}
+
+impl fmt::Debug for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Board").field("cells", &self.cells.len()).field("pairs", &self.paths.len()).finish()
+    }
+}
+
+impl Board {
+    fn new(maze: &Maze) -> Self {
+        Board {
+            cells: maze.initial_grid().into_iter().map(TVar::new).collect(),
+            paths: (0..maze.pairs.len()).map(|_| TVar::new(None)).collect(),
+        }
+    }
+
+    /// The result, once no worker runs.
+    fn harvest(&self) -> Routing {
+        Routing {
+            paths: self
+                .paths
+                .iter()
+                .map(|p| {
+                    // SAFETY: every pointer stored was allocated by a
+                    // committed transaction and is freed only by `drop`;
+                    // no transaction runs any more.
+                    p.load().map(|p| unsafe { p.get() }.clone())
+                })
+                .collect(),
+            grid: self.cells.iter().map(TVar::load).collect(),
+        }
+    }
+}
+
+impl Drop for Board {
+    fn drop(&mut self) {
+        for p in self.paths.iter_mut() {
+            if let Some(p) = p.get_mut() {
+                // SAFETY: allocated by a committed transaction, reachable
+                // only from this slot (`&mut self`: no transaction runs),
+                // and freed here once.
+                drop(unsafe { p.into_box() });
+            }
+        }
+    }
+}
+
+/// The router on the skeleton: a work-unit is one pair.
+struct Lee<'m> {
+    maze: &'m Maze,
+    costs: Costs,
+}
+
+impl Skeleton for Lee<'_> {
+    type Unit = u32;
+    type Shared = Board;
+    type Local = Router;
+
+    fn init_worker(&self, _: &Board, _: &WorkerInfo) -> Router {
+        Router::new(self.maze.dims)
+    }
+
+    /// Expands and traces back on the worker's own scratch, reading the
+    /// grid without the transaction (a possibly stale view, as STAMP's
+    /// private copy of the grid), then claims the path's inner cells
+    /// transactionally. A cell found taken means the view was stale: the
+    /// transaction restarts and routes again (STAMP's `TM_RESTART`);
+    /// claims that race with another commit are caught by the STM.
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &k: &u32,
+        router: &mut Router,
+        board: &Board,
+        _: &mut Ctx<u32>,
+    ) -> Result<(), TxError> {
+        let (src, dst) = self.maze.pairs[k as usize];
+        let view = |c: u32| board.cells[c as usize].load() == EMPTY;
+        let Some(path) = router.route(self.maze.dims, self.costs, src, dst, view) else {
+            return Ok(()); // no path in this grid, nor in any later one
+        };
+        for &c in &path[1..path.len() - 1] {
+            let cell = &board.cells[c as usize];
+            if tx.read(cell)? != EMPTY {
+                return Err(TxError::Conflict(AbortReason::Explicit));
+            }
+            tx.write(cell, PATH_BASE + k)?;
+        }
+        let stored = tx.alloc(path)?;
+        tx.write(&board.paths[k as usize], Some(stored))
+    }
+}
+
+/// Routes every pair on the skeleton with `threads` workers, the pairs
+/// seeded in `order`.
+///
+/// # Errors
+///
+/// [`AppError::Worklist`] if the skeleton cannot run.
+///
+/// # Panics
+///
+/// If `order` names a pair the maze does not have.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::app::CommonArgs;
+/// use skelaff_stamp::labyrinth::{Costs, Maze, run_skeleton};
+///
+/// let m = Maze::load("random-x16-y16-z2-n10", 1, 0)?;
+/// let (r, report) = run_skeleton(&m, Costs::default(), &m.routing_order(), 2, &CommonArgs::default())?;
+/// assert_eq!(report.units, 10);
+/// assert!(m.check(&r).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn run_skeleton(
+    maze: &Maze,
+    costs: Costs,
+    order: &[u32],
+    threads: usize,
+    common: &CommonArgs,
+) -> Result<(Routing, RunReport), AppError> {
+    let board = Board::new(maze);
+    let lee = Lee { maze, costs };
+    let mut wl = common.builder(threads).build(&lee, &board)?;
+    wl.add_work_units(order.iter().copied());
+    let report = common.run(&mut wl)?;
+    Ok((board.harvest(), report))
+}

@@ -1,0 +1,139 @@
+//! Applications whose parallel part is several skeleton runs (kmeans runs
+//! one per iteration, genome one per phase and overlap length): their
+//! reports summed into one.
+
+use std::time::Duration;
+
+use skelaff_worklist::{RunReport, WorkerReport};
+
+/// The reports of the skeleton runs that make up one timed phase, summed
+/// into one [`RunReport`] per application run.
+///
+/// Times, units and transaction statistics are summed per worker index;
+/// the skeleton's decisions are kept from the first run, plus every later
+/// decision whose text has not been seen (so SkelAff's switch to `bind`
+/// shows up once, not once per run).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::phases::Runs;
+/// use skelaff_stm::{TVar, TxError, TxOps};
+/// use skelaff_worklist::{Ctx, Skeleton, WorkerInfo, Worklist};
+///
+/// struct Add;
+/// impl Skeleton for Add {
+///     type Unit = u64;
+///     type Shared = TVar<u64>;
+///     type Local = ();
+///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
+///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut Ctx<u64>) -> Result<(), TxError> {
+///         tx.update(t, |v| v + u).map(|_| ())
+///     }
+/// }
+///
+/// let total = TVar::new(0);
+/// let mut runs = Runs::default();
+/// for _ in 0..3 {
+///     let mut wl = Worklist::builder().threads(1).build(&Add, &total)?;
+///     wl.add_work_units([1, 2, 3]);
+///     runs.push(wl.run()?);
+/// }
+/// assert_eq!(runs.len(), 3);
+/// let r = runs.merged().expect("three runs");
+/// assert_eq!(r.units, 9);
+/// assert_eq!(total.load(), 18);
+/// # Ok::<(), skelaff_worklist::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct Runs {
+    merged: Option<RunReport>,
+    count: usize,
+}
+
+impl Runs {
+    /// Adds the report of one run.
+    pub fn push(&mut self, r: RunReport) {
+        self.count += 1;
+        let Some(m) = &mut self.merged else {
+            self.merged = Some(r);
+            return;
+        };
+        m.wall += r.wall;
+        m.units += r.units;
+        for w in r.workers {
+            match m.workers.iter_mut().find(|x| x.index == w.index) {
+                Some(x) => add_worker(x, &w),
+                None => m.workers.push(w),
+            }
+        }
+        for d in r.decisions {
+            if !m.decisions.iter().any(|k| k.what == d.what) {
+                m.decisions.push(d);
+            }
+        }
+        // Helpers and worker counters of the same index are summed.
+        for (into, from) in
+            [(&mut m.helpers.per_helper, r.helpers.per_helper), (&mut m.helpers.per_worker, r.helpers.per_worker)]
+        {
+            for (i, f) in from.into_iter().enumerate() {
+                match into.get_mut(i) {
+                    Some(x) => skelaff_helper_threads::merge_figures(x, &f),
+                    None => into.push(f),
+                }
+            }
+        }
+        for n in r.helpers.notes {
+            if !m.helpers.notes.contains(&n) {
+                m.helpers.notes.push(n);
+            }
+        }
+    }
+
+    /// How many runs were added.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no run was added.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Wall time of the runs so far (the skeleton's part of the phase).
+    pub fn wall(&self) -> Duration {
+        self.merged.as_ref().map_or(Duration::ZERO, |m| m.wall)
+    }
+
+    /// The summed report (`None` if no run was added).
+    pub fn merged(self) -> Option<RunReport> {
+        self.merged
+    }
+}
+
+fn add_worker(into: &mut WorkerReport, w: &WorkerReport) {
+    into.units += w.units;
+    into.stats.merge(&w.stats);
+    into.busy += w.busy;
+    into.idle += w.idle;
+}
+
+/// Discovers the machine's topology now (hwloc takes tens of
+/// milliseconds), so that the first timed skeleton run does not pay for
+/// it; the skeleton reads the cached result. STAMP likewise creates its
+/// threads before starting the clock.
+///
+/// # Errors
+///
+/// The skeleton's error if hwloc cannot discover the machine.
+pub fn discover_topology() -> Result<(), skelaff_worklist::Error> {
+    skelaff_numa_alloc::Topology::get()?;
+    Ok(())
+}
+
+/// A 64-bit digest of a value, the same in every run of the program
+/// (equal values, equal digests): how runs are compared in figures.
+pub(crate) fn digest<T: std::hash::Hash + ?Sized>(x: &T) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(x)
+}

@@ -1,0 +1,345 @@
+//! STAMP's **vacation**: a travel agency's database of cars, flights and
+//! rooms, and clients that reserve, cancel and restock.
+//!
+//! The manager keeps four tables, as STAMP does in red-black trees (here
+//! [`TMap`](skelaff_stm::TMap)s): cars, flights and rooms map an id to a
+//! reservation entry (units in all, free and used, and a price), and the
+//! customers map an id to the customer's ordered list of reservations. A
+//! client transaction is one of STAMP's three actions, chosen by `-u`:
+//!
+//! - *make a reservation* (`-u` percent): query up to `-n` random entries,
+//!   keep the most expensive of each kind, add the customer if needed and
+//!   reserve them;
+//! - *delete a customer* (half the rest): if it exists, cancel all its
+//!   reservations and remove it;
+//! - *update the tables* (the other half): up to `-n` times, restock 100
+//!   units of an entry at a new price, or take 100 away (a whole flight,
+//!   if no one holds a seat on it).
+//!
+//! Ids are drawn from the first `-q` percent of `1..=-r`.
+//!
+//! # On the skeleton
+//!
+//! STAMP runs `-t` transactions split evenly among `-c` client threads,
+//! each client drawing its requests from its own generator. Here the `-t`
+//! transactions are the work-units (`--batch` of them per unit, default
+//! 1), and `-c` is the number of workers that take them. Transaction `i`'s
+//! requests come from a generator seeded by `(--seed, i)`, so the same
+//! flags issue the same requests whatever the number of clients, in the
+//! skeleton's (shuffled) order. One transaction per unit keeps STAMP's
+//! atomicity (each client request is its own transaction), and a unit is
+//! long enough (a few tree searches, ~1–3 µs) that taking it from the
+//! pool costs a fraction of it; batching several requests in one
+//! transaction is available to measure that cost, not needed to hide it.
+//!
+//! # Self-check
+//!
+//! After the run, [`Snapshot::check`]: every entry has `used + free ==
+//! total`, no negative count, `total >= 1`; every customer's reservations
+//! name existing entries and, per entry, the number of customers holding
+//! it equals its used count; the trees' red-black invariants hold; and no
+//! transaction met an impossible state. STAMP's own `checkTables` checks a
+//! subset of this.
+//!
+//! # Flags
+//!
+//! STAMP's letters and meanings; the defaults are STAMP's low-contention
+//! input (`-n2 -q90 -u98 -r16384 -t4096`) rather than its program defaults
+//! (`-n10 -q90 -u80 -r65536 -t67108864`), which take minutes.
+
+mod check;
+mod client;
+mod manager;
+mod seq;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use skelaff_stm::{TxError, TxOps, atomically};
+use skelaff_worklist::{Ctx, Skeleton, WorkerInfo};
+
+pub use check::{Entry, Snapshot};
+pub use client::Kind;
+
+use crate::app::{App, AppError, CommonArgs, Outcome};
+use client::{Workload, initial_entries, populate};
+use manager::{Manager, TxTables};
+use seq::SeqManager;
+
+/// The vacation application (see the [module docs](self)).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::{App, CommonArgs};
+/// use skelaff_stamp::vacation::{Vacation, VacationArgs};
+///
+/// let args = VacationArgs { relations: 256, transactions: 500, clients: 2, ..VacationArgs::default() };
+/// let outcome = Vacation::run(&args, &CommonArgs::default())?;
+/// assert!(outcome.passed(), "{:?}", outcome.check);
+/// # Ok::<(), skelaff_stamp::AppError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Vacation;
+
+/// Vacation's STAMP flags.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct VacationArgs {
+    /// Number of clients: the worker threads.
+    #[arg(short = 'c', long = "clients", default_value_t = 1)]
+    pub clients: usize,
+    /// Number of user queries (or table updates) per transaction, at most.
+    #[arg(short = 'n', long = "number", default_value_t = 2)]
+    pub number: u32,
+    /// Percentage of the relations that are queried.
+    #[arg(short = 'q', long = "queries", default_value_t = 90)]
+    pub queries: u32,
+    /// Number of possible relations (entries per table).
+    #[arg(short = 'r', long = "relations", default_value_t = 16384)]
+    pub relations: u32,
+    /// Number of transactions.
+    #[arg(short = 't', long = "transactions", default_value_t = 4096)]
+    pub transactions: u32,
+    /// Percentage of user transactions (reservations).
+    #[arg(short = 'u', long = "user", default_value_t = 98)]
+    pub user: u32,
+    /// Transactions per work-unit (each unit is one transaction).
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
+    /// Seed of the tables and of the clients' requests.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl Default for VacationArgs {
+    fn default() -> Self {
+        VacationArgs {
+            clients: 1,
+            number: 2,
+            queries: 90,
+            relations: 16384,
+            transactions: 4096,
+            user: 98,
+            batch: 1,
+            seed: 0,
+        }
+    }
+}
+
+/// The most relations accepted (four tables of this many entries, some
+/// 80 bytes each).
+pub const MAX_RELATIONS: u32 = 1 << 22;
+/// The most transactions accepted (the work-units are held in memory).
+pub const MAX_TRANSACTIONS: u32 = 1 << 28;
+
+impl VacationArgs {
+    /// The checked workload.
+    fn workload(&self) -> Result<Workload, AppError> {
+        let bad = |m: String| Err(AppError::Invalid(m));
+        if self.clients == 0 {
+            return bad("-c (clients) must be at least 1".into());
+        }
+        if self.number == 0 {
+            return bad("-n (queries per transaction) must be at least 1".into());
+        }
+        if !(1..=100).contains(&self.queries) || self.user > 100 {
+            return bad(format!("-q must be 1..=100 and -u 0..=100 (got -q{} -u{})", self.queries, self.user));
+        }
+        if !(1..=MAX_RELATIONS).contains(&self.relations) {
+            return bad(format!("-r (relations) must be 1..={MAX_RELATIONS} (got {})", self.relations));
+        }
+        if !(1..=MAX_TRANSACTIONS).contains(&self.transactions) {
+            return bad(format!("-t (transactions) must be 1..={MAX_TRANSACTIONS} (got {})", self.transactions));
+        }
+        if self.batch == 0 {
+            return bad("--batch must be at least 1".into());
+        }
+        // STAMP: the first q percent of the ids, rounded.
+        let query_range = (f64::from(self.queries) / 100.0 * f64::from(self.relations) + 0.5) as u32;
+        if query_range == 0 {
+            return bad(format!("-q{} of -r{} leaves no id to query", self.queries, self.relations));
+        }
+        Ok(Workload { seed: self.seed, per_transaction: self.number, query_range, percent_user: self.user })
+    }
+
+    /// The first transaction of every work-unit.
+    fn units(&self) -> Vec<u32> {
+        (0..self.transactions).step_by(self.batch as usize).collect()
+    }
+}
+
+/// What every worker reaches.
+#[derive(Debug)]
+struct Shared {
+    manager: Manager,
+    anomalies: AtomicU64,
+}
+
+/// The skeleton: a unit is the index of its first transaction.
+#[derive(Debug)]
+struct Clients {
+    workload: Workload,
+    batch: u32,
+    transactions: u32,
+}
+
+impl Skeleton for Clients {
+    type Unit = u32;
+    type Shared = Shared;
+    /// Impossible states this worker met.
+    type Local = u64;
+
+    fn init_worker(&self, _: &Shared, _: &WorkerInfo) -> u64 {
+        0
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &first: &u32,
+        anomalies: &mut u64,
+        shared: &Shared,
+        _: &mut Ctx<u32>,
+    ) -> Result<(), TxError> {
+        let mut db = TxTables { tx, m: &shared.manager, anomalies };
+        for i in first..first.saturating_add(self.batch).min(self.transactions) {
+            self.workload.run(&mut db, i)?;
+        }
+        Ok(())
+    }
+
+    fn destroy_worker(&self, anomalies: u64, shared: &Shared) {
+        shared.anomalies.fetch_add(anomalies, Ordering::Relaxed);
+    }
+}
+
+/// Initial entries added per transaction when the tables are built.
+const POPULATE_CHUNK: usize = 256;
+
+impl App for Vacation {
+    const NAME: &'static str = "vacation";
+    type Args = VacationArgs;
+
+    /// Four times the low-contention input's transactions, so that the
+    /// timed part is long enough to split over two threads.
+    fn small() -> VacationArgs {
+        VacationArgs { transactions: 16384, ..VacationArgs::default() }
+    }
+
+    fn threads(args: &VacationArgs) -> usize {
+        args.clients
+    }
+
+    fn set_threads(args: &mut VacationArgs, threads: usize) {
+        args.clients = threads;
+    }
+
+    fn run(args: &VacationArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
+        let workload = args.workload()?;
+        let (snapshot, anomalies, time, report) = if common.sequential {
+            let (m, time) = run_sequential(args, &workload, common.shuffle);
+            (Ok(m.snapshot()), m.anomalies, time, None)
+        } else {
+            let shared = Shared { manager: Manager::default(), anomalies: AtomicU64::new(0) };
+            for chunk in initial_entries(args.seed, args.relations).chunks(POPULATE_CHUNK) {
+                atomically(|tx| {
+                    let mut anomalies = 0;
+                    populate(&mut TxTables { tx, m: &shared.manager, anomalies: &mut anomalies }, chunk)
+                });
+            }
+            let skel = Clients { workload, batch: args.batch, transactions: args.transactions };
+            crate::phases::discover_topology()?;
+            let mut wl = common.builder(args.clients).build(&skel, &shared)?;
+            wl.add_work_units(args.units());
+            let start = Instant::now();
+            let report = common.run(&mut wl)?;
+            let time = start.elapsed();
+            let anomalies = shared.anomalies.load(Ordering::Relaxed);
+            (shared.manager.snapshot(), anomalies, time, Some(report))
+        };
+        Ok(outcome(args, &workload, snapshot, anomalies, time, report))
+    }
+}
+
+fn outcome(
+    args: &VacationArgs,
+    w: &Workload,
+    snapshot: Result<Snapshot, String>,
+    anomalies: u64,
+    time: Duration,
+    report: Option<skelaff_worklist::RunReport>,
+) -> Outcome {
+    let mut figures = Map::new();
+    figures.insert("clients".into(), json!(args.clients));
+    figures.insert("transactions".into(), json!(args.transactions));
+    figures.insert("relations".into(), json!(args.relations));
+    figures.insert("query_range".into(), json!(w.query_range));
+    figures
+        .insert("transactions_per_second".into(), json!(f64::from(args.transactions) / time.as_secs_f64().max(1e-9)));
+    figures.insert("anomalies".into(), json!(anomalies));
+    let mut actions = [0u64; 3];
+    for i in 0..args.transactions {
+        actions[w.action(i) as usize] += 1;
+    }
+    figures.insert(
+        "actions".into(),
+        json!({"make_reservation": actions[0], "delete_customer": actions[1], "update_tables": actions[2]}),
+    );
+    let check = snapshot.and_then(|s| {
+        figures.insert("customers".into(), json!(s.customers.len()));
+        figures.insert("reservations_held".into(), json!(s.reservations_held()));
+        figures.insert("tables_digest".into(), Value::String(format!("{:016x}", s.digest())));
+        let ok = s.check(args.relations)?;
+        if anomalies > 0 {
+            return Err(format!("{anomalies} transactions met a reservation missing or not in use while cancelling"));
+        }
+        Ok(ok)
+    });
+    Outcome { app: Vacation::NAME, report, time, check, figures }
+}
+
+/// Runs vacation's transactions sequentially and returns the final tables
+/// (the same requests, in the order `shuffle` gives, as
+/// `CommonArgs { sequential: true, .. }`).
+///
+/// # Errors
+///
+/// [`AppError::Invalid`] for flags out of range.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::vacation::{sequential_tables, VacationArgs};
+///
+/// let args = VacationArgs { relations: 128, transactions: 300, ..VacationArgs::default() };
+/// let tables = sequential_tables(&args, 1)?;
+/// assert!(tables.check(128).is_ok());
+/// // Corrupt it: the check notices.
+/// let mut bad = tables.clone();
+/// bad.tables[0][0].used += 1;
+/// assert!(bad.check(128).is_err());
+/// # Ok::<(), skelaff_stamp::AppError>(())
+/// ```
+pub fn sequential_tables(args: &VacationArgs, shuffle: u64) -> Result<Snapshot, AppError> {
+    Ok(run_sequential(args, &args.workload()?, shuffle).0.snapshot())
+}
+
+/// The sequential version: builds the tables, then runs every transaction
+/// in the order the skeleton's `shuffle` would give one worker; returns
+/// the manager and the time of the transactions.
+fn run_sequential(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (SeqManager, Duration) {
+    let mut units = args.units();
+    if shuffle != 0 {
+        fastrand::Rng::with_seed(shuffle).shuffle(&mut units);
+    }
+    let mut m = SeqManager::default();
+    let _ = populate(&mut m, &initial_entries(args.seed, args.relations));
+    let start = Instant::now();
+    for &first in &units {
+        for i in first..first.saturating_add(args.batch).min(args.transactions) {
+            let _ = workload.run(&mut m, i);
+        }
+    }
+    (m, start.elapsed())
+}

@@ -1,0 +1,52 @@
+//! Every STAMP application gives the same results with helper threads on
+//! and off (a shadow never changes program state), and passes its
+//! self-check with helpers at one and two threads.
+//!
+//! With one worker the skeleton takes the units in the same order with
+//! and without a helper (the worker takes its next unit before running
+//! the current one, from the same FIFO), so everything the application
+//! reports — digests of its final tables, sequences, centres, routes —
+//! must be equal. With two workers the interleaving differs from run to
+//! run, so only the self-check is compared.
+
+use serde_json::{Map, Value};
+use skelaff_stamp::{CommonArgs, registry};
+use skelaff_worklist::Helpers;
+
+/// The figures that describe results (not timings).
+fn results(figures: &Map<String, Value>) -> Map<String, Value> {
+    figures
+        .iter()
+        .filter(|(k, _)| !k.contains("second") && !k.contains("time"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+#[test]
+fn every_application_gives_identical_results_with_helpers_on_and_off() {
+    let apps = registry();
+    assert!(!apps.is_empty());
+    for app in apps {
+        let off = (app.run_small)(1, &CommonArgs { helpers: Helpers::Off, ..CommonArgs::default() }).unwrap();
+        assert!(off.passed(), "{}: {:?}", app.name, off.check);
+        for helpers in [Helpers::On, Helpers::Auto] {
+            let on = (app.run_small)(1, &CommonArgs { helpers, ..CommonArgs::default() }).unwrap();
+            assert!(on.passed(), "{} with helpers {helpers}: {:?}", app.name, on.check);
+            assert_eq!(on.check, off.check, "{} with helpers {helpers}", app.name);
+            assert_eq!(results(&on.figures), results(&off.figures), "{} with helpers {helpers}", app.name);
+            let report = on.report.as_ref().expect("a parallel run has a report");
+            if helpers == Helpers::On {
+                // One worker, one helper, and it was handed units.
+                assert_eq!(report.helpers.per_helper.len(), 1, "{}", app.name);
+                let handed: u64 =
+                    report.helpers.per_helper[0].iter().filter(|(k, _)| k == "units_handed").map(|(_, v)| v).sum();
+                assert!(handed > 0, "{}: no unit handed to the helper: {:?}", app.name, report.helpers);
+            }
+        }
+        // Two workers (with helpers placed as well as they can be).
+        let two = (app.run_small)(2, &CommonArgs { helpers: Helpers::On, ..CommonArgs::default() }).unwrap();
+        assert!(two.passed(), "{} with 2 threads and helpers: {:?}", app.name, two.check);
+        let report = two.report.as_ref().expect("a parallel run has a report");
+        assert_eq!(report.helpers.per_helper.len(), 2, "{}", app.name);
+    }
+}

@@ -1,0 +1,127 @@
+//! kmeans: the self-check under every page policy, thread count and
+//! distribution; determinism; the check catches corrupted clusterings; bad
+//! flags are errors.
+//!
+//! kmeans is deterministic in its memberships and iteration counts: each
+//! point goes to its nearest center, and the centers are means whose sums
+//! differ between orders of addition only in the last bits of an `f64`,
+//! which rounding to `f32` removes (see the module docs). So the
+//! memberships are identical across policies, thread counts and the
+//! sequential version, and the centers equal within 4 `f32` ulps.
+
+use std::process::ExitCode;
+
+use skelaff_stamp::app::main_for;
+use skelaff_stamp::kmeans::{Kmeans, KmeansArgs, close, sequential};
+use skelaff_stamp::{App, AppError, CommonArgs};
+use skelaff_worklist::{Distribution, PagePolicy};
+
+const POLICIES: [PagePolicy; 5] =
+    [PagePolicy::Auto, PagePolicy::FirstTouch, PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave];
+const DISTRIBUTIONS: [Distribution; 2] = [Distribution::Shared, Distribution::PerNode];
+
+fn small(threads: usize) -> KmeansArgs {
+    KmeansArgs {
+        input: "random-n1024-d8-c8".into(),
+        max_clusters: 12,
+        min_clusters: 10,
+        threshold: 0.001,
+        threads,
+        ..KmeansArgs::default()
+    }
+}
+
+#[test]
+fn self_check_passes_under_every_policy_thread_count_and_distribution() {
+    let (reference, _) = sequential(&small(1)).unwrap();
+    let mut digests = Vec::new();
+    for policy in POLICIES {
+        for distribution in DISTRIBUTIONS {
+            for threads in [1, 2] {
+                let common = CommonArgs { policy, distribution, ..CommonArgs::default() };
+                let o = Kmeans::run(&small(threads), &common).unwrap();
+                let what = format!("{policy} {distribution} {threads} threads");
+                assert!(o.passed(), "{what}: {:?}", o.check);
+                assert_eq!(o.figures["iterations"], serde_json::json!(reference.iterations), "{what}");
+                digests.push(o.figures["membership_digest"].clone());
+                let report = o.report.as_ref().expect("a parallel run has a report");
+                let iterations: u32 = reference.iterations.iter().sum();
+                assert_eq!(report.units, u64::from(iterations) * 16, "{what}: 16 chunks of 64 points per iteration");
+            }
+        }
+    }
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "memberships differ between runs: {digests:?}");
+}
+
+#[test]
+fn high_contention_and_sequential_mode_pass() {
+    // Few clusters: every unit adds to the same few sums.
+    let few = KmeansArgs { max_clusters: 3, min_clusters: 2, chunk: 16, ..small(2) };
+    let o = Kmeans::run(&few, &CommonArgs::default()).unwrap();
+    assert!(o.passed(), "{:?}", o.check);
+    let seq = Kmeans::run(&small(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
+    assert!(seq.passed(), "{:?}", seq.check);
+    assert!(seq.report.is_none());
+    // Without the z-score transform too.
+    let raw = KmeansArgs { no_zscore: true, ..small(2) };
+    let o = Kmeans::run(&raw, &CommonArgs::default()).unwrap();
+    assert!(o.passed(), "{:?}", o.check);
+}
+
+#[test]
+fn the_check_catches_corrupted_clusterings() {
+    let args = small(1);
+    let points = args.points().unwrap();
+    let (good, _) = sequential(&args).unwrap();
+    good.check_means(&points).unwrap();
+    good.compare(&good).unwrap();
+
+    let mut moved = good.clone();
+    moved.centers[5] += 1e-3;
+    assert!(moved.check_means(&points).is_err(), "a center off its points' mean");
+    assert!(moved.compare(&good).is_err(), "a center beyond the tolerance");
+
+    let mut ulp = good.clone();
+    ulp.centers[5] = f32::from_bits(ulp.centers[5].to_bits() + 1);
+    assert!(ulp.compare(&good).is_ok(), "one f32 ulp is within the tolerance");
+    assert!(close(1.0, 1.0 + 4.0 * f32::EPSILON) && !close(1.0, 1.0 + 16.0 * f32::EPSILON));
+
+    let mut member = good.clone();
+    let i = member.membership.iter().position(|&m| m != member.membership[0]).unwrap();
+    member.membership[i] = member.membership[0];
+    assert!(member.compare(&good).is_err(), "a point in another cluster");
+    assert!(member.check_means(&points).is_err(), "the means no longer match the memberships");
+
+    let mut out = good.clone();
+    out.membership[0] = out.clusters as u32;
+    assert!(out.check_means(&points).is_err(), "a membership out of range");
+
+    let mut iters = good.clone();
+    iters.iterations[0] += 1;
+    assert!(iters.compare(&good).is_err(), "another iteration count");
+}
+
+#[test]
+fn bad_flags_are_errors_not_panics() {
+    let common = CommonArgs::default();
+    for bad in [
+        KmeansArgs { threads: 0, ..small(1) },
+        KmeansArgs { min_clusters: 0, ..small(1) },
+        KmeansArgs { min_clusters: 13, max_clusters: 12, ..small(1) },
+        KmeansArgs { max_clusters: 2000, ..small(1) },
+        KmeansArgs { threshold: -0.5, ..small(1) },
+        KmeansArgs { threshold: f64::NAN, ..small(1) },
+        KmeansArgs { input: "inputs/color100".into(), ..small(1) },
+        KmeansArgs { input: "random-n0-d8-c1".into(), ..small(1) },
+        KmeansArgs { input: "random-n10-d8-c11".into(), ..small(1) },
+        KmeansArgs { input: "random-nX-d8-c1".into(), ..small(1) },
+    ] {
+        match Kmeans::run(&bad, &common) {
+            Err(AppError::Invalid(m)) => assert!(!m.is_empty()),
+            other => panic!("{bad:?}: expected an invalid-argument error, got {other:?}"),
+        }
+    }
+    let code = |argv: &[&str]| format!("{:?}", main_for::<Kmeans>(argv.iter().map(|s| s.to_string())));
+    assert_eq!(code(&["kmeans", "-p", "two"]), format!("{:?}", ExitCode::from(2)));
+    assert_eq!(code(&["kmeans", "-i", "edge100"]), format!("{:?}", ExitCode::FAILURE));
+}

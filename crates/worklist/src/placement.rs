@@ -1,0 +1,34 @@
+//! How a worker's page policy takes effect.
+//!
+//! When [`NumaAlloc`] is the global allocator, the policy becomes the
+//! worker thread's allocator policy: every block the worker allocates
+//! afterwards comes from chunks bound (`mbind`) as the policy says, and stays
+//! there. Otherwise the policy is set as the thread's kernel memory policy
+//! (`set_mempolicy`): pages the thread faults in follow it whichever
+//! allocator handed out the memory, but memory the allocator already had
+//! keeps its place, and pages carry no policy of their own afterwards (the
+//! kernel may merge and move them). The kernel has no cyclic mode; there a
+//! cyclic policy is approximated by the kernel's interleave over the same
+//! nodes.
+
+use skelaff_numa_alloc::alloc::{self, NumaAlloc};
+use skelaff_numa_alloc::{Error, Policy, Topology};
+
+/// Makes `policy` the calling worker thread's page policy.
+pub(crate) fn set_worker_policy(policy: Policy) -> Result<(), Error> {
+    alloc::set_thread_policy(policy)?;
+    if NumaAlloc::is_global() {
+        return Ok(());
+    }
+    let topo = Topology::get()?;
+    let kernel = match policy {
+        Policy::Cyclic { nodes, .. } => Policy::Interleave(nodes),
+        p => p,
+    };
+    kernel.set_for_thread(topo)
+}
+
+/// Whether `NumaAlloc` is the process's global allocator.
+pub(crate) fn numa_alloc_is_global() -> bool {
+    NumaAlloc::is_global()
+}

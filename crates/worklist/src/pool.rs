@@ -1,0 +1,303 @@
+//! The pool of work-units, and how idle workers wait and learn that the run
+//! is over.
+//!
+//! Taking a unit never goes through the STM. Termination: `pending` counts
+//! units that were added and not yet finished (queued or being processed).
+//! A worker publishes the units a committed transaction added *before* it
+//! marks its own unit finished, so `pending` reaches zero only when the pool
+//! is empty and no running unit can add more.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
+use parking_lot::{Condvar, Mutex};
+
+/// How units are distributed among workers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Distribution {
+    /// One queue behind one lock, as OpenSkel's baseline: every worker takes
+    /// from and adds to the same FIFO.
+    Shared,
+    /// A queue per NUMA node and a deque per worker: a worker takes from its
+    /// own deque, then its node's queue, then steals from workers of its
+    /// node, then from other nodes. Units a worker adds stay on its deque.
+    #[default]
+    PerNode,
+}
+
+impl std::fmt::Display for Distribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Distribution::Shared => "shared",
+            Distribution::PerNode => "per-node",
+        })
+    }
+}
+
+impl std::str::FromStr for Distribution {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "shared" => Ok(Distribution::Shared),
+            "per-node" | "pernode" => Ok(Distribution::PerNode),
+            _ => Err(format!("unknown distribution `{s}`; expected `shared` or `per-node`")),
+        }
+    }
+}
+
+/// A worker's end of the pool.
+pub(crate) enum Local<U> {
+    Shared,
+    PerNode { deque: Worker<U>, node: usize },
+}
+
+pub(crate) enum Pool<U> {
+    Shared(Mutex<VecDeque<U>>),
+    PerNode {
+        /// Per node (index into this list, not the kernel number): its queue
+        /// and the stealers of its workers.
+        nodes: Vec<(Injector<U>, Vec<Stealer<U>>)>,
+    },
+}
+
+impl<U: Send> Pool<U> {
+    /// Builds the pool and each worker's end. `worker_nodes[w]` groups
+    /// workers by node (any labels; equal labels share a queue).
+    pub(crate) fn new(distribution: Distribution, worker_nodes: &[Option<usize>]) -> (Pool<U>, Vec<Local<U>>) {
+        match distribution {
+            Distribution::Shared => {
+                (Pool::Shared(Mutex::new(VecDeque::new())), worker_nodes.iter().map(|_| Local::Shared).collect())
+            }
+            Distribution::PerNode => {
+                let mut labels: Vec<Option<usize>> = worker_nodes.to_vec();
+                labels.sort_unstable();
+                labels.dedup();
+                let mut nodes: Vec<(Injector<U>, Vec<Stealer<U>>)> =
+                    labels.iter().map(|_| (Injector::new(), Vec::new())).collect();
+                let locals = worker_nodes
+                    .iter()
+                    .map(|label| {
+                        let node = labels.binary_search(label).unwrap_or(0);
+                        let deque = Worker::new_fifo();
+                        nodes[node].1.push(deque.stealer());
+                        Local::PerNode { deque, node }
+                    })
+                    .collect();
+                (Pool::PerNode { nodes }, locals)
+            }
+        }
+    }
+
+    /// Adds seed units, dealt to the node queues in contiguous blocks in
+    /// proportion to their workers.
+    pub(crate) fn seed(&self, units: Vec<U>) {
+        match self {
+            Pool::Shared(q) => q.lock().extend(units),
+            Pool::PerNode { nodes } => {
+                let workers: usize = nodes.iter().map(|n| n.1.len()).sum::<usize>().max(1);
+                let total = units.len();
+                let mut it = units.into_iter();
+                let mut given = 0;
+                let mut seen_workers = 0;
+                for (inj, stealers) in nodes {
+                    seen_workers += stealers.len();
+                    let upto = total * seen_workers / workers;
+                    for u in it.by_ref().take(upto - given) {
+                        inj.push(u);
+                    }
+                    given = upto;
+                }
+                if let Some((inj, _)) = nodes.last() {
+                    it.for_each(|u| inj.push(u));
+                }
+            }
+        }
+    }
+
+    /// Adds units a worker's transaction produced.
+    pub(crate) fn push(&self, local: &Local<U>, units: impl ExactSizeIterator<Item = U>) {
+        match (self, local) {
+            (Pool::Shared(q), _) => q.lock().extend(units),
+            (Pool::PerNode { .. }, Local::PerNode { deque, .. }) => units.for_each(|u| deque.push(u)),
+            (Pool::PerNode { nodes }, Local::Shared) => units.for_each(|u| nodes[0].0.push(u)),
+        }
+    }
+
+    /// Takes a unit for a worker: own deque, own node, same-node workers,
+    /// then other nodes.
+    pub(crate) fn take(&self, local: &Local<U>) -> Option<U> {
+        match (self, local) {
+            (Pool::Shared(q), _) => q.lock().pop_front(),
+            (Pool::PerNode { nodes }, Local::PerNode { deque, node }) => deque.pop().or_else(|| {
+                let order = (0..nodes.len()).map(|i| (node + i) % nodes.len());
+                for n in order {
+                    let (inj, stealers) = &nodes[n];
+                    loop {
+                        let found = inj
+                            .steal_batch_and_pop(deque)
+                            .or_else(|| stealers.iter().map(|s| s.steal_batch_and_pop(deque)).collect::<Steal<U>>());
+                        match found {
+                            Steal::Success(u) => return Some(u),
+                            Steal::Empty => break,
+                            Steal::Retry => continue,
+                        }
+                    }
+                }
+                None
+            }),
+            (Pool::PerNode { nodes }, Local::Shared) => loop {
+                match nodes[0].0.steal() {
+                    Steal::Success(u) => return Some(u),
+                    Steal::Empty => return None,
+                    Steal::Retry => continue,
+                }
+            },
+        }
+    }
+}
+
+/// Counts unfinished units and parks idle workers (an event count: a waiter
+/// notes the epoch, re-checks for work, and sleeps only if the epoch has not
+/// moved since, so no wake-up is lost).
+pub(crate) struct Signal {
+    pending: CachePadded<AtomicUsize>,
+    epoch: CachePadded<AtomicU64>,
+    sleepers: AtomicUsize,
+    stop: AtomicBool,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Signal {
+    pub(crate) fn new(pending: usize) -> Self {
+        Signal {
+            pending: CachePadded::new(AtomicUsize::new(pending)),
+            epoch: CachePadded::new(AtomicU64::new(0)),
+            sleepers: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// `n` units are about to be published.
+    #[inline]
+    pub(crate) fn add(&self, n: usize) {
+        self.pending.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// `n` units are finished (their children already published). Returns
+    /// whether they were the last ones.
+    #[inline]
+    pub(crate) fn finish_many(&self, n: usize) -> bool {
+        let last = self.pending.fetch_sub(n, Ordering::SeqCst) == n;
+        if last {
+            self.wake();
+        }
+        last
+    }
+
+    /// Whether every unit is finished.
+    #[inline]
+    pub(crate) fn done(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) == 0
+    }
+
+    /// Tells every worker to stop (after a panic).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    #[inline]
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The current epoch, to pass to [`Signal::wait`].
+    #[inline]
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Something changed (new units, or the end): wakes sleepers, if any.
+    #[inline]
+    pub(crate) fn wake(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock.lock();
+            self.cv.notify_all();
+        }
+    }
+
+    /// Sleeps until the epoch moves past `seen` (or the run stops).
+    pub(crate) fn wait(&self, seen: u64) {
+        let mut g = self.lock.lock();
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        while self.epoch.load(Ordering::SeqCst) == seen && !self.stop.load(Ordering::SeqCst) {
+            self.cv.wait(&mut g);
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn shared_pool_is_fifo() {
+        let (pool, locals) = Pool::new(Distribution::Shared, &[None, None]);
+        pool.seed(vec![1, 2, 3]);
+        pool.push(&locals[1], [4].into_iter());
+        let got: Vec<i32> = std::iter::from_fn(|| pool.take(&locals[0])).collect();
+        assert_eq!(got, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn per_node_takes_local_then_same_node_then_remote() {
+        // Workers 0 and 1 on node A, worker 2 on node B.
+        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(0), Some(0), Some(1)]);
+        pool.seed((0..30).collect());
+        // Node A's queue got the first 20 units (2 of 3 workers), node B the rest.
+        assert_eq!(pool.take(&locals[2]), Some(20));
+        pool.push(&locals[0], [100, 101].into_iter());
+        assert_eq!(pool.take(&locals[0]), Some(100), "own deque first");
+        // Worker 1 has nothing local: it takes from its node's queue.
+        assert_eq!(pool.take(&locals[1]), Some(0));
+        // Drain everything from worker 2: all 32 units come out exactly once.
+        let mut all: Vec<i32> = vec![20, 100, 0];
+        while let Some(u) = pool.take(&locals[2]) {
+            all.push(u);
+        }
+        all.sort_unstable();
+        let mut want: Vec<i32> = (0..30).chain([100, 101]).collect();
+        want.sort_unstable();
+        assert_eq!(all, want);
+    }
+
+    #[test]
+    fn waiters_wake_on_work_and_on_the_end() {
+        let s = Arc::new(Signal::new(1));
+        let seen = s.epoch();
+        let t = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                s.wait(seen);
+                s.done()
+            })
+        };
+        // A wait that started after the epoch moved returns at once.
+        assert!(s.finish_many(1));
+        assert!(t.join().unwrap());
+        s.wait(seen);
+        let s2 = Signal::new(3);
+        s2.stop();
+        s2.wait(s2.epoch() - 1);
+        s2.wait(s2.epoch());
+        assert!(s2.stopped());
+    }
+}

@@ -1,0 +1,288 @@
+//! Behaviour of the skeleton: termination, publication on commit, panics,
+//! the SkelAff decisions, and the report.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use skelaff_stm::{AbortReason, TVar, TxError, TxOps};
+use skelaff_worklist::{Ctx, Distribution, Error, PagePolicy, Skeleton, ThreadMapping, WorkerInfo, Worklist};
+
+/// A unit `(depth, id)` spawns `fanout` children until `depth` reaches `max`.
+struct Tree {
+    fanout: u64,
+    max: u32,
+}
+
+struct TreeShared {
+    processed: TVar<u64>,
+    leaves: TVar<u64>,
+    updates: TVar<u64>,
+    destroyed: AtomicU64,
+}
+
+impl Skeleton for Tree {
+    type Unit = (u32, u64);
+    type Shared = TreeShared;
+    type Local = u64;
+
+    fn init_worker(&self, _: &TreeShared, _: &WorkerInfo) -> u64 {
+        0
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &(depth, id): &(u32, u64),
+        local: &mut u64,
+        s: &TreeShared,
+        ctx: &mut Ctx<(u32, u64)>,
+    ) -> Result<(), TxError> {
+        tx.update(&s.processed, |p| p + 1)?;
+        if depth < self.max {
+            for c in 0..self.fanout {
+                ctx.add_work_unit((depth + 1, id * self.fanout + c));
+            }
+        } else {
+            tx.update(&s.leaves, |l| l + 1)?;
+        }
+        *local += 1;
+        Ok(())
+    }
+
+    fn update<X: TxOps>(&self, tx: &mut X, local: &mut u64, s: &TreeShared) -> Result<(), TxError> {
+        // `local` counts attempts (it is not rolled back on abort), so it is
+        // at least the number of units this worker committed.
+        let _ = local;
+        tx.update(&s.updates, |u| u + 1)?;
+        Ok(())
+    }
+
+    fn destroy_worker(&self, _: u64, s: &TreeShared) {
+        s.destroyed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn tree_shared() -> TreeShared {
+    TreeShared { processed: TVar::new(0), leaves: TVar::new(0), updates: TVar::new(0), destroyed: AtomicU64::new(0) }
+}
+
+#[test]
+fn units_spawning_units_several_levels_deep_all_run_once() {
+    let skel = Tree { fanout: 3, max: 6 };
+    // 3 roots; each a full ternary tree of depth 6: 3 * (3^7 - 1) / 2 units.
+    let expected: u64 = 3 * (3u64.pow(7) - 1) / 2;
+    for distribution in [Distribution::Shared, Distribution::PerNode] {
+        for threads in [1, 2, 4] {
+            for mapping in [ThreadMapping::Scatter, ThreadMapping::None] {
+                let shared = tree_shared();
+                let mut wl = Worklist::builder()
+                    .threads(threads)
+                    .distribution(distribution)
+                    .mapping(mapping)
+                    .shuffle(Some(7))
+                    .build(&skel, &shared)
+                    .unwrap();
+                wl.add_work_units((0..3).map(|i| (0, i)));
+                let report = wl.run().unwrap();
+                let ctx = format!("{distribution} x{threads} {mapping}");
+                assert_eq!(shared.processed.load(), expected, "{ctx}");
+                assert_eq!(report.units, expected, "{ctx}");
+                assert_eq!(shared.leaves.load(), 3 * 3u64.pow(6), "{ctx}");
+                assert_eq!(shared.updates.load(), threads as u64, "every worker's update ran once: {ctx}");
+                assert_eq!(shared.destroyed.load(Ordering::SeqCst), threads as u64, "{ctx}");
+                assert_eq!(report.workers.len(), threads);
+                // Units plus one update per worker committed.
+                assert_eq!(report.commits(), expected + threads as u64, "{ctx}");
+                assert_eq!(wl.seeds(), 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn an_empty_pool_ends_at_once() {
+    let skel = Tree { fanout: 2, max: 1 };
+    let shared = tree_shared();
+    let report = Worklist::builder().threads(2).build(&skel, &shared).unwrap().run().unwrap();
+    assert_eq!(report.units, 0);
+    assert_eq!(shared.destroyed.load(Ordering::SeqCst), 2);
+}
+
+/// Adds a unit and then conflicts on its first attempt: only the committed
+/// attempt's unit may be published.
+struct AbortOnce;
+
+impl Skeleton for AbortOnce {
+    type Unit = u32;
+    type Shared = TVar<u64>;
+    type Local = u32;
+
+    fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) -> u32 {
+        0
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &unit: &u32,
+        attempts: &mut u32,
+        count: &TVar<u64>,
+        ctx: &mut Ctx<u32>,
+    ) -> Result<(), TxError> {
+        tx.update(count, |c| c + 1)?;
+        if unit == 0 {
+            ctx.add_work_unit(1);
+            *attempts += 1;
+            if *attempts == 1 {
+                return Err(TxError::Conflict(AbortReason::ValidateOnCommit));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn units_of_an_aborted_attempt_are_dropped() {
+    let count = TVar::new(0);
+    let mut wl = Worklist::builder().threads(1).build(&AbortOnce, &count).unwrap();
+    wl.add_work_unit(0);
+    let report = wl.run().unwrap();
+    assert_eq!(report.units, 2, "unit 0 and exactly one child");
+    assert_eq!(count.load(), 2, "the aborted attempt's write is gone");
+    assert_eq!(report.stats().total_aborts(), 1);
+}
+
+/// Panics in `process` at one unit, or in `init_worker` / `update` when asked.
+struct Panicky {
+    at: Option<u64>,
+    in_init: bool,
+    in_update: bool,
+}
+
+impl Skeleton for Panicky {
+    type Unit = u64;
+    type Shared = TVar<u64>;
+    type Local = ();
+
+    fn init_worker(&self, _: &TVar<u64>, w: &WorkerInfo) {
+        assert!(!(self.in_init && w.index == 1), "init of worker 1 fails");
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &u: &u64,
+        _: &mut (),
+        s: &TVar<u64>,
+        ctx: &mut Ctx<u64>,
+    ) -> Result<(), TxError> {
+        tx.update(s, |c| c + 1)?;
+        if Some(u) == self.at {
+            panic!("unit {u} is poisoned");
+        }
+        if u < 50_000 {
+            ctx.add_work_unit(u + 1000);
+        }
+        Ok(())
+    }
+
+    fn update<X: TxOps>(&self, _: &mut X, _: &mut (), _: &TVar<u64>) -> Result<(), TxError> {
+        assert!(!self.in_update, "update fails");
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panic_stops_every_worker_and_is_returned() {
+    for threads in [1, 2, 4] {
+        let s = TVar::new(0);
+        let skel = Panicky { at: Some(7_007), in_init: false, in_update: false };
+        let mut wl = Worklist::builder().threads(threads).build(&skel, &s).unwrap();
+        wl.add_work_units(0..1000);
+        match wl.run() {
+            Err(Error::Panicked { worker: Some(_), message }) => assert_eq!(message, "unit 7007 is poisoned"),
+            other => panic!("expected a panic error, got {other:?}"),
+        }
+        // Nothing of the panicking attempt was committed, and the run stopped early.
+        assert!(s.load() < 51_000);
+    }
+    let s = TVar::new(0);
+    let skel = Panicky { at: None, in_init: true, in_update: false };
+    let mut wl = Worklist::builder().threads(2).build(&skel, &s).unwrap();
+    wl.add_work_units(0..10);
+    let e = wl.run().unwrap_err();
+    assert!(e.to_string().contains("worker 1 panicked: init of worker 1 fails"), "{e}");
+    let skel = Panicky { at: None, in_init: false, in_update: true };
+    let mut wl = Worklist::builder().threads(2).build(&skel, &s).unwrap();
+    wl.add_work_units(0..10);
+    assert!(matches!(wl.run(), Err(Error::Panicked { .. })));
+}
+
+#[test]
+fn skelaff_switches_to_bind_only_when_units_are_generated() {
+    let skel = Tree { fanout: 2, max: 3 };
+    let shared = tree_shared();
+    let mut wl = Worklist::builder().threads(2).policy(PagePolicy::Auto).build(&skel, &shared).unwrap();
+    wl.add_work_units((0..4).map(|i| (0, i)));
+    let report = wl.run().unwrap();
+    let text: Vec<&str> = report.decisions.iter().map(|d| d.what.as_str()).collect();
+    assert!(text.iter().any(|t| t.contains("page policy cyclic")), "{text:?}");
+    assert!(text.iter().any(|t| t.contains("switching every worker to bind")), "{text:?}");
+    // Decisions are in time order.
+    assert!(report.decisions.windows(2).all(|w| w[0].at <= w[1].at));
+
+    // Seeds that generate nothing: cyclic all along.
+    let shared = tree_shared();
+    let flat = Tree { fanout: 2, max: 0 };
+    let mut wl = Worklist::builder().threads(2).build(&flat, &shared).unwrap();
+    wl.add_work_units((0..100).map(|i| (0, i)));
+    let report = wl.run().unwrap();
+    assert_eq!(report.units, 100);
+    assert!(!report.decisions.iter().any(|d| d.what.contains("bind")), "{:?}", report.decisions);
+}
+
+#[test]
+fn every_policy_and_mapping_gives_the_same_result() {
+    for policy in
+        [PagePolicy::Auto, PagePolicy::FirstTouch, PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave]
+    {
+        for mapping in [ThreadMapping::Scatter, ThreadMapping::Compact, ThreadMapping::None] {
+            let skel = Tree { fanout: 2, max: 5 };
+            let shared = tree_shared();
+            let mut wl = Worklist::builder().threads(2).policy(policy).mapping(mapping).build(&skel, &shared).unwrap();
+            wl.add_work_unit((0, 0));
+            let report = wl.run().unwrap();
+            assert_eq!(report.units, 63, "{policy} {mapping}");
+            assert_eq!(report.policy, policy.to_string());
+        }
+    }
+}
+
+#[test]
+fn configuration_errors_and_text_forms() {
+    let skel = Tree { fanout: 1, max: 0 };
+    let shared = tree_shared();
+    assert!(matches!(Worklist::builder().threads(0).build(&skel, &shared), Err(Error::ZeroThreads)));
+    assert_eq!("first-touch".parse::<PagePolicy>().unwrap(), PagePolicy::FirstTouch);
+    let e = "sideways".parse::<PagePolicy>().unwrap_err();
+    assert!(e.contains("auto, first-touch, bind, cyclic, interleave"), "{e}");
+    assert!("x".parse::<ThreadMapping>().is_err());
+    assert_eq!("shared".parse::<Distribution>().unwrap(), Distribution::Shared);
+}
+
+#[test]
+fn the_report_prints_and_serialises() {
+    let skel = Tree { fanout: 2, max: 4 };
+    let shared = tree_shared();
+    let mut wl = Worklist::builder().threads(2).build(&skel, &shared).unwrap();
+    wl.add_work_unit((0, 0));
+    let report = wl.run().unwrap();
+    let table = report.to_string();
+    assert!(table.contains("31 units"), "{table}");
+    assert!(table.contains("worker"), "{table}");
+    let j = report.to_json();
+    assert_eq!(j["units"], 31);
+    assert_eq!(j["workers"].as_array().unwrap().len(), 2);
+    assert_eq!(j["commits"], 33);
+    assert!(j["aborts_by_reason"]["validate_commit"].is_u64());
+    assert!(j["decisions"].as_array().unwrap().len() >= 2);
+}

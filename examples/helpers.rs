@@ -1,0 +1,404 @@
+//! Helper threads (paper §4.2): what they buy on a workload where
+//! prefetching must pay, what they cost when idle, and what they do for the
+//! STAMP applications, each beside the same run without helpers.
+//!
+//! ```text
+//! cargo run --release --example helpers -- [--what chase,idle,stamp] [--nodes N] [--hops H]
+//!     [--units U] [--runs R] [--lifespans 16,64,...] [--json]
+//! ```
+//!
+//! - `chase`: units that follow `--hops` links through a random cycle of
+//!   `--nodes` cache-line nodes (512 MiB by default, far beyond any real
+//!   last-level cache). First the plain pointer chase, cold and warm (a
+//!   structure of 1 MiB), in ns per hop, to show the big one is cold; then
+//!   one worker with helpers off, on, on with a prefetch hint, and on with
+//!   adaptive tuning, rounds interleaved, fresh units each run; the ratio
+//!   off / on is the speedup. `--lifespans` adds a sweep of fixed lifespans.
+//! - `idle`: units whose shadow stops after one read, so the helper idles
+//!   for most of each unit: the worker's time per unit with helpers off and
+//!   with the idle policies spin-yield-park (default), park at once, and
+//!   spin only, for several unit lengths; plus the helper's CPU time.
+//! - `stamp`: every STAMP application's small input with helpers off and
+//!   on, interleaved, and the helper figures.
+//!
+//! Prints tables and, with `--json`, one JSON object as the last line.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde_json::{Value, json};
+use skelaff::helpers::{HelperConfig, IdlePolicy, Prefetch, ShadowConfig};
+use skelaff::stm::{TVar, TxError, TxOps};
+use skelaff::worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
+
+#[path = "../benches/support/chase.rs"]
+mod chase;
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// Which figures: chase, idle, stamp (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "chase,idle,stamp")]
+    what: Vec<String>,
+    /// Nodes of the chase structure (64 bytes each).
+    #[arg(long, default_value_t = 8 << 20, value_parser = clap::value_parser!(u64).range(2..=(1 << 28)))]
+    nodes: u64,
+    /// Links followed per unit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    hops: u32,
+    /// Plain computation per hop (multiply-adds).
+    #[arg(long, default_value_t = 0)]
+    work: u32,
+    /// Units per chase run.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    units: u64,
+    /// Rounds (each runs every configuration once; medians are reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: u32,
+    /// Also sweep these fixed lifespans on the chase.
+    #[arg(long, value_delimiter = ',')]
+    lifespans: Vec<u64>,
+    /// Threads for the STAMP runs (1 leaves a CPU for the helper on a 2-CPU machine).
+    #[arg(long, default_value_t = 1)]
+    stamp_threads: usize,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    json: bool,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn figure(r: &RunReport, name: &str) -> u64 {
+    r.helpers.per_helper.iter().flatten().filter(|(k, _)| k == name).map(|(_, v)| v).sum()
+}
+
+fn worker_figure(r: &RunReport, name: &str) -> Option<u64> {
+    r.helpers.per_worker.iter().flatten().find(|(k, _)| k == name).map(|(_, v)| *v)
+}
+
+fn fixed(lifespan: u64, prefetch: Prefetch) -> HelperConfig {
+    HelperConfig {
+        shadow: ShadowConfig { lifespan, prefetch, ..ShadowConfig::default() },
+        adaptive: None,
+        ..HelperConfig::default()
+    }
+}
+
+fn chase_figures(args: &Args) -> Result<Value, String> {
+    let nodes = usize::try_from(args.nodes).map_err(|_| "--nodes too large for this machine".to_owned())?;
+    let t = Instant::now();
+    let big = chase::Chase::new(nodes, args.hops, args.work, 1);
+    let small = chase::Chase::new(1 << 14, args.hops, args.work, 2);
+    println!(
+        "chase: {} nodes ({} MiB) built in {:.1} s; {} hops per unit, {} units per run",
+        big.len(),
+        (big.len() * 64) >> 20,
+        t.elapsed().as_secs_f64(),
+        args.hops,
+        args.units
+    );
+    // Is the big structure cold? Plain loads, ns per hop, beside a 1 MiB one.
+    let probe = 2000.min(args.units);
+    let _ = small.plain_ns_per_hop(0..probe);
+    let warm = small.plain_ns_per_hop(0..probe);
+    let cold = big.plain_ns_per_hop(1_000_000_000..1_000_000_000 + probe);
+    let rewalk = big.plain_ns_per_hop(1_000_000_000..1_000_000_000 + probe);
+    // Does a second thread chasing elsewhere slow the first one down (a
+    // shared core, memory bandwidth)? On a machine where helpers can pay it
+    // should not.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let beside = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut u = 2_000_000_000u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                big.plain_ns_per_hop(u..u + 10);
+                u += 10;
+            }
+        });
+        let ns = big.plain_ns_per_hop(3_000_000_000..3_000_000_000 + probe);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        ns
+    });
+    println!(
+        "plain pointer chase, ns/hop: 1 MiB structure (warm) {warm:.1}, {} MiB fresh units {cold:.1} ({:.1}x warm), the same units again {rewalk:.1}, with a second thread chasing elsewhere {beside:.1}",
+        (big.len() * 64) >> 20,
+        cold / warm
+    );
+
+    let mut configs: Vec<(String, Option<(Helpers, HelperConfig)>)> = vec![
+        ("off (run)".to_owned(), None),
+        ("off (run_with)".to_owned(), Some((Helpers::Off, HelperConfig::default()))),
+        ("on".to_owned(), Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::Load)))),
+        ("on, prefetch hint".to_owned(), Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::Hint)))),
+        (
+            "on, hint + STM locks".to_owned(),
+            Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::HintLocks))),
+        ),
+        ("on, adaptive".to_owned(), Some((Helpers::On, HelperConfig::default()))),
+    ];
+    for &l in &args.lifespans {
+        configs.push((format!("on, lifespan {l}"), Some((Helpers::On, fixed(l, Prefetch::Load)))));
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    let mut last: Vec<Option<RunReport>> = vec![None; configs.len()];
+    let mut next_unit = 0u64;
+    let mut totals = std::collections::HashSet::new();
+    for _ in 0..args.runs {
+        for (i, (_, c)) in configs.iter().enumerate() {
+            // Fresh units every run, so no run finds another's lines in cache.
+            let units = next_unit..next_unit + args.units;
+            next_unit += args.units;
+            let (d, total, report) = chase::run(&big, units.clone(), c.as_ref().map(|(h, cfg)| (*h, cfg)));
+            // The same units without helpers must give the same total.
+            if i == 2 {
+                let (_, plain, _) = chase::run(&big, units, None);
+                totals.insert(plain == total);
+            }
+            times[i].push(d.as_secs_f64());
+            last[i] = Some(report);
+        }
+    }
+    if totals.contains(&false) {
+        return Err("the chase's result differs with helpers on".to_owned());
+    }
+    let hops_per_run = args.units as f64 * f64::from(args.hops);
+    let base = median(times[0].clone());
+    println!(
+        "{:>22} {:>9} {:>8} {:>9} {:>10} {:>10} {:>10} {:>12}",
+        "one worker", "ns/hop", "off/this", "shadowed", "completed", "overtaken", "lifespan", "prefetched"
+    );
+    let mut rows = Vec::new();
+    for (i, (name, _)) in configs.iter().enumerate() {
+        let m = median(times[i].clone());
+        let r = last[i].as_ref().expect("ran");
+        let ns = m * 1e9 / hops_per_run;
+        println!(
+            "{name:>22} {ns:>9.1} {:>7.2}x {:>9} {:>10} {:>10} {:>10} {:>12}",
+            base / m,
+            figure(r, "units_shadowed"),
+            figure(r, "completed"),
+            figure(r, "stopped_overtaken"),
+            figure(r, "stopped_lifespan"),
+            figure(r, "words_prefetched")
+        );
+        rows.push(json!({
+            "config": name,
+            "ns_per_hop": ns,
+            "speedup_vs_off": base / m,
+            "seconds_median": m,
+            "helper": r.helpers.per_helper.first().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()),
+            "worker_counters": r.helpers.per_worker.first().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()),
+        }));
+    }
+    if let Some(r) = &last[2] {
+        for n in &r.helpers.notes {
+            println!("note: {n}");
+        }
+        let (off_clock, on_clock) =
+            (last[1].as_ref().and_then(|r| worker_figure(r, "task_clock_ns")), worker_figure(r, "task_clock_ns"));
+        if let (Some(a), Some(b)) = (off_clock, on_clock) {
+            println!("worker task clock, last run: off {:.3} s, on {:.3} s", a as f64 / 1e9, b as f64 / 1e9);
+        }
+    }
+    Ok(json!({
+        "nodes": big.len(),
+        "bytes": big.len() * 64,
+        "hops": args.hops,
+        "work": args.work,
+        "units": args.units,
+        "plain_ns_per_hop": {"warm_1mib": warm, "cold": cold, "same_units_again": rewalk, "cold_over_warm": cold / warm, "cold_with_a_second_chaser": beside},
+        "results": rows,
+        "notes": last[2].as_ref().map(|r| r.helpers.notes.clone()),
+    }))
+}
+
+/// A unit of `segments` reads, each followed by `spin` of computation; its
+/// shadow stops after the first read (lifespan 1), so the helper idles for
+/// the rest of the unit.
+struct Segments {
+    x: TVar<u64>,
+    segments: u32,
+    spin: Duration,
+}
+
+impl Skeleton for Segments {
+    type Unit = u64;
+    type Shared = ();
+    type Local = ();
+    fn init_worker(&self, _: &(), _: &WorkerInfo) {}
+    fn process<X: TxOps>(&self, tx: &mut X, _: &u64, _: &mut (), _: &(), _: &mut Ctx<u64>) -> Result<(), TxError> {
+        for _ in 0..self.segments {
+            std::hint::black_box(tx.read(&self.x)?);
+            let t = Instant::now();
+            while t.elapsed() < self.spin {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
+}
+
+fn idle_figures(args: &Args) -> Value {
+    let policies: [(&str, Option<IdlePolicy>); 4] = [
+        ("off", None),
+        ("spin-yield-park (default)", Some(IdlePolicy::default())),
+        ("park at once", Some(IdlePolicy { spin: Duration::ZERO, yield_for: Duration::ZERO })),
+        ("spin only", Some(IdlePolicy { spin: Duration::from_secs(3600), yield_for: Duration::ZERO })),
+    ];
+    println!(
+        "{:>9} {:>26} {:>12} {:>10} {:>10} {:>14}",
+        "unit", "idle policy", "ns/unit", "vs off", "wakeups", "helper CPU %"
+    );
+    let mut rows = Vec::new();
+    for unit_us in [10u64, 100, 1000] {
+        let skel = Segments { x: TVar::new(1), segments: 10, spin: Duration::from_micros(unit_us / 10) };
+        let units = (20_000 / unit_us).max(200);
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
+        let mut last: Vec<Option<RunReport>> = vec![None; policies.len()];
+        for _ in 0..args.runs {
+            for (i, (_, p)) in policies.iter().enumerate() {
+                let cfg = HelperConfig {
+                    shadow: ShadowConfig { lifespan: 1, ..ShadowConfig::default() },
+                    idle: p.unwrap_or_default(),
+                    adaptive: None,
+                    ..HelperConfig::default()
+                };
+                let mut wl = Worklist::builder()
+                    .threads(1)
+                    .helpers(if p.is_some() { Helpers::On } else { Helpers::Off })
+                    .build(&skel, &())
+                    .expect("one thread");
+                wl.add_work_units(0..units);
+                let t = Instant::now();
+                let r = wl.run_with(&skelaff::helpers::HelperThreads::new(cfg).expect("valid")).expect("cannot fail");
+                times[i].push(t.elapsed().as_secs_f64());
+                last[i] = Some(r);
+            }
+        }
+        let base = median(times[0].clone());
+        for (i, (name, _)) in policies.iter().enumerate() {
+            let m = median(times[i].clone());
+            let r = last[i].as_ref().expect("ran");
+            let cpu = figure(r, "helper_task_clock_ns") as f64 / (r.wall.as_secs_f64() * 1e9) * 100.0;
+            let ns = m * 1e9 / units as f64;
+            println!(
+                "{:>7}µs {name:>26} {ns:>12.0} {:>9.3}x {:>10} {:>13.1}%",
+                unit_us,
+                m / base,
+                figure(r, "worker_wakeups"),
+                if i == 0 { 0.0 } else { cpu }
+            );
+            rows.push(json!({
+                "unit_us": unit_us,
+                "policy": name,
+                "ns_per_unit": ns,
+                "ratio_vs_off": m / base,
+                "worker_wakeups": figure(r, "worker_wakeups"),
+                "idle_parks": figure(r, "idle_parks"),
+                "helper_cpu_percent": if i == 0 { 0.0 } else { cpu },
+            }));
+        }
+    }
+    json!(rows)
+}
+
+fn stamp_figures(args: &Args) -> Result<Value, String> {
+    let apps = skelaff::stamp::registry();
+    if apps.is_empty() {
+        println!("stamp: no applications are registered in this build");
+        return Ok(json!([]));
+    }
+    println!(
+        "{:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>11} {:>11}",
+        "app", "off s", "on s", "off/on", "shadowed", "completed", "overtaken", "prefetched"
+    );
+    let mut rows = Vec::new();
+    for app in apps {
+        let mut t = [Vec::new(), Vec::new()];
+        let mut last = None;
+        for _ in 0..args.runs {
+            for (i, h) in [Helpers::Off, Helpers::On].into_iter().enumerate() {
+                let common = skelaff::stamp::CommonArgs { helpers: h, ..Default::default() };
+                let out = (app.run_small)(args.stamp_threads, &common).map_err(|e| format!("{}: {e}", app.name))?;
+                if let Err(e) = &out.check {
+                    return Err(format!("{} failed its self-check with helpers {h}: {e}", app.name));
+                }
+                t[i].push(out.time.as_secs_f64());
+                if i == 1 {
+                    last = out.report;
+                }
+            }
+        }
+        let (off, on) = (median(t[0].clone()), median(t[1].clone()));
+        let r = last.ok_or_else(|| format!("{}: no report", app.name))?;
+        println!(
+            "{:>10} {off:>10.4} {on:>10.4} {:>8.3}x {:>9} {:>10} {:>11} {:>11}",
+            app.name,
+            off / on,
+            figure(&r, "units_shadowed"),
+            figure(&r, "completed"),
+            figure(&r, "stopped_overtaken"),
+            figure(&r, "words_prefetched")
+        );
+        rows.push(json!({
+            "app": app.name,
+            "threads": args.stamp_threads,
+            "off_seconds": off,
+            "on_seconds": on,
+            "speedup_on_vs_off": off / on,
+            "helper": r.helpers.per_helper.first().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()),
+        }));
+    }
+    Ok(json!(rows))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    for w in &args.what {
+        if !["chase", "idle", "stamp"].contains(&w.as_str()) {
+            eprintln!("helpers: unknown figure set `{w}`; allowed: chase, idle, stamp");
+            return ExitCode::from(2);
+        }
+    }
+    if args.lifespans.iter().any(|&l| l == 0 || l > skelaff::helpers::MAX_LIFESPAN) {
+        eprintln!("helpers: lifespans must be 1 to {}", skelaff::helpers::MAX_LIFESPAN);
+        return ExitCode::from(2);
+    }
+    if args.stamp_threads == 0 {
+        eprintln!("helpers: --stamp-threads must be at least 1");
+        return ExitCode::from(2);
+    }
+    let mut out = serde_json::Map::new();
+    if args.what.iter().any(|w| w == "chase") {
+        match chase_figures(&args) {
+            Ok(v) => {
+                out.insert("chase".into(), v);
+            }
+            Err(e) => {
+                eprintln!("helpers: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if args.what.iter().any(|w| w == "idle") {
+        out.insert("idle".into(), idle_figures(&args));
+    }
+    if args.what.iter().any(|w| w == "stamp") {
+        match stamp_figures(&args) {
+            Ok(v) => {
+                out.insert("stamp".into(), v);
+            }
+            Err(e) => {
+                eprintln!("helpers: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if args.json {
+        println!("{}", Value::Object(out));
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,18 @@
+//! STAMP's intruder on the skelaff skeleton: network intrusion detection
+//! (capture, reassembly, detection), exits non-zero when the flagged flows
+//! are not exactly the generated attacks.
+//!
+//! STAMP's command lines, and their equivalents here:
+//!
+//! ```text
+//! intruder -a10 -l4 -n2048 -s1 -t2       cargo run --release --example intruder -- -a10 -l4 -n2048 -s1 -t2
+//! intruder -a10 -l128 -n262144 -s1 -t2   cargo run --release --example intruder -- -a10 -l128 -n262144 -s1 -t2
+//! ```
+//!
+//! Add `--sequential` for the sequential version, `--json` for a JSON last
+//! line, `--policy`, `--distribution`, `--helpers`, `--detect-in` (see
+//! `--help`).
+
+fn main() -> std::process::ExitCode {
+    skelaff::stamp::app::main_for::<skelaff::stamp::intruder::Intruder>(std::env::args())
+}

@@ -1,0 +1,15 @@
+//! STAMP's vacation on the skelaff skeleton.
+//!
+//! ```sh
+//! # low contention (STAMP's vacation-low), 2 clients, against the sequential version
+//! cargo run --release --example vacation -- -n2 -q90 -u98 -r16384 -t4096 -c2 --json
+//! cargo run --release --example vacation -- -n2 -q90 -u98 -r16384 -t4096 --sequential --json
+//! # high contention (vacation-high)
+//! cargo run --release --example vacation -- -n4 -q60 -u90 -r16384 -t4096 -c2 --json
+//! ```
+//!
+//! Exits with status 1 when the tables fail the consistency check, 2 on bad flags.
+
+fn main() -> std::process::ExitCode {
+    skelaff::stamp::app::main_for::<skelaff::stamp::vacation::Vacation>(std::env::args())
+}
