@@ -30,6 +30,14 @@ pub const SMALL_MAX: usize = class::SMALL_MAX;
 /// The largest block served from a chunk's units; larger blocks are mapped
 /// on their own.
 pub const MEDIUM_MAX: usize = class::MEDIUM_MAX;
+/// Empty chunks each arena keeps as they are (pages mapped and faulted in)
+/// for its next spans and medium blocks.
+pub const HOT_EMPTY_CHUNKS: usize = arena::KEEP_EMPTY;
+/// Empty chunks kept beyond those, over all arenas, with their pages
+/// advised `MADV_FREE` (the kernel takes them back when it needs memory;
+/// until then reusing them costs no page fault). Further empty chunks are
+/// unmapped.
+pub const RETAINED_CHUNKS_MAX: usize = arena::RETAIN_MAX;
 
 /// A global allocator whose pages follow the calling thread's NUMA policy.
 ///
@@ -95,8 +103,7 @@ pub(crate) fn page_size() -> usize {
 }
 
 fn alloc_medium(units: usize, size: usize, zero: bool) -> *mut u8 {
-    let (arena, _) = heap::current_placement();
-    match arena::alloc_medium(arena, units) {
+    match heap::alloc_medium(units) {
         Some((p, clean)) => {
             if zero && !clean {
                 // SAFETY: the block is ours and at least `size` bytes long.
@@ -136,7 +143,7 @@ unsafe impl GlobalAlloc for NumaAlloc {
             // allocated with, so the route is the one it came from.
             Route::Small(c) => unsafe { heap::free_small(p, c) },
             // SAFETY: as above.
-            Route::Medium(_) => unsafe { arena::free_medium(p) },
+            Route::Medium(_) => unsafe { heap::free_medium(p) },
             // SAFETY: as above.
             Route::Large => unsafe { large::free(p) },
         }
