@@ -193,8 +193,9 @@ fn new_span(
     loop {
         let mut c = g.chunks;
         while !c.is_null() {
-            // SAFETY: chunks on the list are live; the lock guards their
-            // unit bitmaps.
+            // SAFETY: chunks on the list are live chunks of this arena and
+            // the lock (`g`) guards their unit bitmaps; `init_span` gets units
+            // `find_units` found free.
             unsafe {
                 if let Some(first) = chunk::find_units((*c).free_units, units) {
                     let (s, clean) = init_span(&mut g, c, first, units, class);

@@ -180,7 +180,8 @@ pub(crate) unsafe fn free_small(p: *mut u8, c: usize) {
     let b = p.cast::<Block>();
     with_heap(|h| {
         if h.cur[c] == span {
-            // SAFETY: the block is ours again; its first word becomes the link.
+            // SAFETY: the block is ours again (contract), at least 16 bytes
+            // and 16-aligned (every class is); its first word becomes the link.
             unsafe { (*b).next = h.free[c] };
             h.free[c] = b;
         } else {
@@ -196,7 +197,12 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
     refresh(h);
     let span = h.cur[c];
     if !span.is_null() {
-        // SAFETY: the current span is owned by this thread.
+        // SAFETY: the current span is owned by this thread (its
+        // `thread_free` has OWNED): its fields are ours and `thread_free` is
+        // touched atomically. `carve` is called only with uncarved room. The
+        // exhausted span, no longer current, is neither kept nor current when
+        // `keep` gets it, and `release` gets it only when the thread stops
+        // using it (its free list is empty: the span is exhausted).
         unsafe {
             // Blocks other threads freed meanwhile.
             if (*span).thread_free.load(Ordering::Relaxed) != OWNED {
@@ -354,7 +360,9 @@ unsafe fn free_slow(h: &mut Heap, c: usize, span: *mut Span, b: *mut Block) {
             let used = (*span).used.load(Ordering::Relaxed) - 1;
             (*span).used.store(used, Ordering::Relaxed);
             if used == 0 {
-                // Every block is free: the span goes back to its chunk.
+                // Every block is free: the span goes back to its chunk. It
+                // leaves the kept ones first, so the thread stops using it
+                // as `release` requires.
                 let n = h.kept_n[c] as usize;
                 h.kept[c].copy_within(i + 1..n, i);
                 h.kept_n[c] -= 1;
@@ -473,8 +481,10 @@ fn release_medium(h: &mut Heap) {
         h.medium_count[bin] = 0;
         while !b.is_null() {
             // SAFETY: the bins hold medium blocks of this allocator that the
-            // thread freed and nothing else uses; the link is read before the
-            // block goes back.
+            // program freed; their arena still counts them out, so they are
+            // live medium blocks as `arena::free_medium` requires, and
+            // nothing else uses them. The link is read before the block goes
+            // back.
             unsafe {
                 let next = (*b).next;
                 arena::free_medium(b.cast());
@@ -517,9 +527,14 @@ fn resolve(h: &mut Heap) {
     h.arena = arena::arena_for(&h.key);
 }
 
-/// The arena a new span comes from.
+/// The arena a new span or medium block comes from (resolved here if
+/// `refresh` has not).
 fn arena_for_new_span(h: &mut Heap) -> &'static Arena {
-    // SAFETY: `refresh` resolved the arena; arenas are static.
+    if h.arena.is_null() {
+        resolve(h);
+    }
+    // SAFETY: non-null `arena` pointers come from `arena::arena_for`, which
+    // returns `&'static` arenas of the static table.
     unsafe { &*h.arena }
 }
 
@@ -637,6 +652,12 @@ fn arm_exit_hook() -> bool {
     armed
 }
 
+/// The exit hook: hands the exiting thread's cache back.
+///
+/// # Safety
+///
+/// Only pthread calls it, once per exiting thread that armed the key, on
+/// that thread, outside any allocator call; the argument is not used.
 unsafe extern "C" fn on_thread_exit(_: *mut c_void) {
     with_heap(|h| {
         release_all(h);

@@ -173,20 +173,26 @@ unsafe impl GlobalAlloc for NumaAlloc {
             (Route::Small(a), Route::Small(b)) if a == b => return p,
             (Route::Medium(a), Route::Medium(b)) if a == b => return p,
             (Route::Large, Route::Large) if layout.align() <= page_size() => {
-                // SAFETY: `p` is a live large block (its layout says so).
+                // SAFETY: `p` is a live large block (its layout routes there);
+                // on `Some` it is not used again: `q` is returned at once.
                 if let Some(q) = unsafe { large::realloc(p, new_size) } {
                     return q;
                 }
             }
             _ => {}
         }
-        // SAFETY: the caller guarantees `new_size`, rounded up to the
-        // alignment, does not overflow isize.
+        // SAFETY: the alignment comes from a valid `Layout` (a power of two),
+        // and the caller guarantees `new_size`, rounded up to it, does not
+        // overflow `isize`.
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         // SAFETY: a valid non-zero layout (new_size > 0 per the contract).
         let q = unsafe { self.alloc(new_layout) };
         if !q.is_null() {
-            // SAFETY: both blocks are live, distinct, and at least this long.
+            // SAFETY: `p` (live, per the caller) and `q` (just allocated) are
+            // distinct blocks, each at least `min(old, new)` bytes, so the
+            // copy reads and writes inside them without overlap; `p` was
+            // allocated by this allocator with `layout` (caller) and is not
+            // used after the `dealloc`.
             unsafe {
                 ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
                 self.dealloc(p, layout);

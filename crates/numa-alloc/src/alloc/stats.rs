@@ -1,5 +1,5 @@
 //! Counters the allocator keeps, and the snapshot [`AllocStats`] that
-//! [`stats`](super::stats) returns.
+//! [`stats`](fn@super::stats) returns.
 //!
 //! Counters are relaxed atomics updated on slow paths only (a chunk mapped,
 //! a large block mapped, a batch of remote frees flushed); the fast paths
