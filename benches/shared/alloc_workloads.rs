@@ -91,26 +91,30 @@ impl Rng {
 }
 
 /// Runs `work` on `threads` threads started together; returns the wall
-/// time from the common start to the last finish.
+/// time from the first thread's start to the last thread's finish.
+///
+/// The workers read the clock themselves: with as many workers as cores,
+/// the spawning thread may not run again until a worker finishes, so a
+/// clock it started after the barrier would miss part of the work.
 pub fn on_threads(threads: usize, work: impl Fn(usize) + Sync) -> Duration {
-    let barrier = Barrier::new(threads + 1);
-    std::thread::scope(|s| {
+    let barrier = Barrier::new(threads);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let (barrier, work) = (&barrier, &work);
                 s.spawn(move || {
                     barrier.wait();
+                    let start = Instant::now();
                     work(t);
+                    (start, Instant::now())
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        for h in handles {
-            h.join().expect("a benchmark thread panicked");
-        }
-        start.elapsed()
-    })
+        handles.into_iter().map(|h| h.join().expect("a benchmark thread panicked")).collect()
+    });
+    let first = spans.iter().map(|s| s.0).min().expect("at least one thread");
+    let last = spans.iter().map(|s| s.1).max().expect("at least one thread");
+    last - first
 }
 
 fn layout(size: usize) -> Layout {

@@ -53,6 +53,10 @@ pub const MPOL_MF_MOVE_ALL: c_uint = 1 << 2;
 /// `madvise` advice: no transparent huge pages for the range (an
 /// interleaved range must be dealt page by page, not 2 MiB at a time).
 pub const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
+/// `madvise` advice: the contents are no longer needed; the kernel may take
+/// the pages back when it needs memory (they then read as zero), and until
+/// then they stay mapped and writing them costs no page fault (Linux 4.5).
+pub const MADV_FREE: c_int = libc::MADV_FREE;
 /// `madvise` advice: populate (prefault) pages writable (Linux 5.14).
 pub const MADV_POPULATE_WRITE: c_int = 23;
 
@@ -374,6 +378,18 @@ pub fn sched_getcpu() -> Option<usize> {
     // SAFETY: no arguments, no preconditions.
     let r = unsafe { libc::sched_getcpu() };
     usize::try_from(r).ok()
+}
+
+/// Milliseconds on the monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`,
+/// read from the vDSO without a system call); 0 if the clock cannot be read.
+pub fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer for one timespec.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).wrapping_mul(1000).wrapping_add(ts.tv_nsec as u64 / 1_000_000)
 }
 
 fn mask_args(nodes: &[u64]) -> (*const u64, c_ulong) {

@@ -18,11 +18,32 @@ use super::key::{Binding, Key, Kind};
 use super::lock::{SpinGuard, SpinLock};
 use super::stats::{self, Account, ArenaStats};
 use crate::sets::NodeSet;
+use crate::sys;
 
 /// The most distinct placements one process can have arenas for.
 pub(crate) const MAX_ARENAS: usize = 128;
-/// Empty chunks an arena keeps mapped for reuse (16 MiB); more are unmapped.
+/// Empty chunks an arena keeps as they are, pages and all (16 MiB).
 pub(crate) const KEEP_EMPTY: usize = 8;
+/// Further empty chunks kept over all arenas (64 MiB); beyond that, empty
+/// chunks are unmapped. A retained chunk still empty [`ADVISE_DELAY_MS`]
+/// later has its pages advised `MADV_FREE`.
+pub(crate) const RETAIN_MAX: usize = 32;
+/// How long a retained chunk stays empty before its pages are advised
+/// `MADV_FREE` (checked whenever its arena's lock is taken).
+pub(crate) const ADVISE_DELAY_MS: u64 = 100;
+/// The most chunks one check advises (so one caller's delay is bounded).
+const ADVISE_BATCH: usize = 8;
+/// Unlocks of an arena between two looks at the clock while a retained
+/// chunk awaits advice.
+const ADVISE_CHECK_EVERY: u32 = 64;
+
+/// Empty chunks retained (beyond their arena's `KEEP_EMPTY`) over all arenas.
+static RETAINED: AtomicUsize = AtomicUsize::new(0);
+
+/// Takes one chunk of the retention budget, if any is left.
+fn reserve_retained() -> bool {
+    RETAINED.fetch_update(Relaxed, Relaxed, |n| (n < RETAIN_MAX).then_some(n + 1)).is_ok()
+}
 
 /// The lock-protected part of an arena.
 struct Inner {
@@ -31,7 +52,15 @@ struct Inner {
     /// All chunks of the arena, those with free units first.
     chunks: *mut Chunk,
     n_chunks: usize,
+    /// Empty chunks of the arena, retained ones included.
     empty: usize,
+    /// Of those, chunks with `retained` set.
+    retained: usize,
+    /// When (`sys::monotonic_ms`) the oldest retained chunk not yet advised
+    /// is due for advice; 0 when there is none.
+    advise_at: u64,
+    /// Unlocks since the clock was last read for `advise_at`.
+    advise_tick: u32,
     unbound: usize,
     next_seq: u64,
     medium_units: usize,
@@ -66,6 +95,9 @@ impl Arena {
             chunks: ptr::null_mut(),
             n_chunks: 0,
             empty: 0,
+            retained: 0,
+            advise_at: 0,
+            advise_tick: 0,
             unbound: 0,
             next_seq: 0,
             medium_units: 0,
@@ -131,17 +163,20 @@ pub(crate) fn acquire(arena: &'static Arena, c: usize) -> Option<(NonNull<Span>,
         let sp = s.as_ptr();
         // SAFETY: spans on the partial list are unowned and live; the lock
         // gives us their fields. Marking OWNED makes them ours.
-        unsafe {
+        let list = unsafe {
             unlink_partial(&mut g, sp, c);
             let list = (*sp).local;
             (*sp).used.store((*sp).used.load(Relaxed) + (*sp).local_count, Relaxed);
             (*sp).local = ptr::null_mut();
             (*sp).local_count = 0;
             (*sp).thread_free.store(OWNED, Ordering::Relaxed);
-            return Some((s, list));
-        }
+            list
+        };
+        unlock(arena, g);
+        return Some((s, list));
     }
-    let (s, _, _g) = new_span(arena, g, CLASS_UNITS[c] as usize, c as u8)?;
+    let (s, _, g) = new_span(arena, g, CLASS_UNITS[c] as usize, c as u8)?;
+    unlock(arena, g);
     Some((s, ptr::null_mut()))
 }
 
@@ -158,8 +193,9 @@ fn new_span(
     loop {
         let mut c = g.chunks;
         while !c.is_null() {
-            // SAFETY: chunks on the list are live; the lock guards their
-            // unit bitmaps.
+            // SAFETY: chunks on the list are live chunks of this arena and
+            // the lock (`g`) guards their unit bitmaps; `init_span` gets units
+            // `find_units` found free.
             unsafe {
                 if let Some(first) = chunk::find_units((*c).free_units, units) {
                     let (s, clean) = init_span(&mut g, c, first, units, class);
@@ -205,6 +241,12 @@ unsafe fn init_span(g: &mut Inner, c: *mut Chunk, first: usize, units: usize, cl
     unsafe {
         if (*c).free_units == ALL_UNITS_FREE {
             g.empty -= 1;
+            if (*c).retained {
+                (*c).retained = false;
+                (*c).advised = false;
+                g.retained -= 1;
+                RETAINED.fetch_sub(1, Relaxed);
+            }
         }
         (*c).free_units &= !mask;
         let clean = (*c).dirty_units & mask == 0;
@@ -265,10 +307,10 @@ pub(crate) unsafe fn release(span: *mut Span, head: *mut Block, tail: *mut Block
         (*span).used.store((*span).used.load(Relaxed) - (n + count), Relaxed);
         settle(&mut g, span)
     };
-    drop(g);
+    unlock(arena, g);
     if let Some(c) = dead {
         // SAFETY: `settle` unlinked the empty chunk; no span of it is in use.
-        unsafe { retire_chunk(arena, c) };
+        unsafe { unmap_chunk(c) };
     }
 }
 
@@ -296,17 +338,18 @@ pub(crate) unsafe fn return_blocks(span: *mut Span, head: *mut Block, tail: *mut
         (*span).used.store((*span).used.load(Relaxed) - count, Relaxed);
         settle(&mut g, span)
     };
-    drop(g);
+    unlock(arena, g);
     if let Some(c) = dead {
         // SAFETY: unlinked by `settle`, nothing in use.
-        unsafe { retire_chunk(arena, c) };
+        unsafe { unmap_chunk(c) };
     }
     true
 }
 
 /// Puts an unowned span where it belongs after blocks came back: freed if
 /// nothing is out, on the partial list if it has room. Returns a chunk to
-/// unmap (already unlinked) when freeing the span emptied one too many.
+/// unmap (already unlinked) when freeing the span emptied one the arena
+/// does not keep.
 ///
 /// # Safety
 ///
@@ -356,7 +399,11 @@ unsafe fn unlink_partial(g: &mut Inner, span: *mut Span, c: usize) {
     }
 }
 
-/// Gives a span's units back to its chunk.
+/// Gives a span's units back to its chunk. When that empties the chunk,
+/// the arena keeps it hot if it has fewer than [`KEEP_EMPTY`] hot empty
+/// chunks, else retains it (last in the list, due for advice after
+/// [`ADVISE_DELAY_MS`]) if the process-wide budget has room, else unlinks
+/// and uncounts it and returns it for the caller to unmap.
 ///
 /// # Safety
 ///
@@ -377,25 +424,112 @@ unsafe fn free_span(g: &mut Inner, span: *mut Span) -> Option<*mut Chunk> {
         if (*c).free_units != ALL_UNITS_FREE {
             return None;
         }
-        if g.empty < KEEP_EMPTY {
+        if g.empty - g.retained < KEEP_EMPTY {
             g.empty += 1;
             return None;
         }
         unlink_chunk(g, c);
-        g.n_chunks -= 1;
-        if (*c).binding == Binding::Unbound {
-            g.unbound -= 1;
+        if reserve_retained() {
+            let now = sys::monotonic_ms();
+            (*c).retained = true;
+            (*c).advised = false;
+            (*c).empty_since = now;
+            push_chunk_back(g, c);
+            g.empty += 1;
+            g.retained += 1;
+            if g.advise_at == 0 {
+                g.advise_at = now.saturating_add(ADVISE_DELAY_MS).max(1);
+            }
+            return None;
         }
+        forget_chunk(g, c);
         Some(c)
     }
 }
 
-/// Unmaps a chunk `free_span` unlinked.
+/// Stops counting an unlinked chunk as the arena's.
 ///
 /// # Safety
 ///
-/// `c` is unlinked, empty, and no thread touches it again.
-unsafe fn retire_chunk(_arena: &Arena, c: *mut Chunk) {
+/// Lock held; `c` live, unlinked, about to be unmapped.
+unsafe fn forget_chunk(g: &mut Inner, c: *mut Chunk) {
+    g.n_chunks -= 1;
+    // SAFETY: per the contract, the header is readable.
+    if unsafe { (*c).binding } == Binding::Unbound {
+        g.unbound -= 1;
+    }
+}
+
+/// Releases the arena lock, first taking out the retained chunks that have
+/// been empty for [`ADVISE_DELAY_MS`] (at most [`ADVISE_BATCH`]) when some
+/// are due: they are advised `MADV_FREE` without the lock (unlinked, so no
+/// thread can take units from them meanwhile) and linked back, last.
+/// Reads the clock only while some retained chunk awaits advice, and then
+/// once per [`ADVISE_CHECK_EVERY`] unlocks.
+fn unlock(arena: &'static Arena, mut g: SpinGuard<'static, Inner>) {
+    if g.advise_at == 0 {
+        return;
+    }
+    g.advise_tick += 1;
+    if g.advise_tick < ADVISE_CHECK_EVERY {
+        return;
+    }
+    g.advise_tick = 0;
+    let now = sys::monotonic_ms();
+    if now < g.advise_at {
+        return;
+    }
+    let mut due = [ptr::null_mut::<Chunk>(); ADVISE_BATCH];
+    let mut n = 0;
+    let mut next = 0u64;
+    let mut c = g.chunks;
+    while !c.is_null() {
+        // SAFETY: chunks on the list are live; the lock guards the list and
+        // the `retained`/`advised`/`empty_since` fields.
+        unsafe {
+            let after = (*c).next;
+            if (*c).retained && !(*c).advised {
+                let at = (*c).empty_since.saturating_add(ADVISE_DELAY_MS);
+                if at <= now && n < ADVISE_BATCH {
+                    unlink_chunk(&mut g, c);
+                    due[n] = c;
+                    n += 1;
+                } else {
+                    // Still waiting, or left for the next check.
+                    let at = at.max(now).max(1);
+                    next = if next == 0 { at } else { next.min(at) };
+                }
+            }
+            c = after;
+        }
+    }
+    g.advise_at = next;
+    drop(g);
+    for &c in &due[..n] {
+        // SAFETY: `c` is a retained chunk: every unit is free, and unlinked
+        // it cannot be reached by any other thread until linked back below.
+        // A refused advice leaves the pages in place (still bounded by the
+        // retention budget).
+        let _ = unsafe { chunk::advise_free(c) };
+    }
+    if n > 0 {
+        let mut g = arena.inner.lock();
+        for &c in &due[..n] {
+            // SAFETY: our unlinked chunks; the lock guards the list.
+            unsafe {
+                (*c).advised = true;
+                push_chunk_back(&mut g, c);
+            }
+        }
+    }
+}
+
+/// Unmaps a chunk `free_span` unlinked and uncounted.
+///
+/// # Safety
+///
+/// `c` is empty, unlinked, and no other thread can reach it.
+unsafe fn unmap_chunk(c: *mut Chunk) {
     // SAFETY: per the contract; the header is read before unmapping.
     unsafe {
         stats::account(Account::Chunk, &(*c).key, (*c).binding, (*c).seq, chunk::CHUNK_SIZE, false);
@@ -424,6 +558,30 @@ unsafe fn unlink_chunk(g: &mut Inner, c: *mut Chunk) {
     }
 }
 
+/// Links `c` last, behind the chunks in use and the hot empty ones, so
+/// that those are used first.
+///
+/// # Safety
+///
+/// Lock held; `c` live and not on the list.
+unsafe fn push_chunk_back(g: &mut Inner, c: *mut Chunk) {
+    // SAFETY: per the contract; list members are live.
+    unsafe {
+        (*c).next = ptr::null_mut();
+        let mut last = g.chunks;
+        if last.is_null() {
+            (*c).prev = ptr::null_mut();
+            g.chunks = c;
+            return;
+        }
+        while !(*last).next.is_null() {
+            last = (*last).next;
+        }
+        (*last).next = c;
+        (*c).prev = last;
+    }
+}
+
 /// # Safety
 ///
 /// Lock held; `c` live and not on the list.
@@ -445,7 +603,7 @@ pub(crate) fn alloc_medium(arena: &'static Arena, units: usize) -> Option<(NonNu
     let g = arena.inner.lock();
     let (s, clean, mut g) = new_span(arena, g, units, MEDIUM)?;
     g.medium_units += units;
-    drop(g);
+    unlock(arena, g);
     // SAFETY: `s` was just initialised and is ours.
     let start = unsafe { (*s.as_ptr()).start };
     NonNull::new(start).map(|p| (p, clean))
@@ -465,9 +623,9 @@ pub(crate) unsafe fn free_medium(p: *mut u8) {
         g.medium_units -= (*span).units as usize;
         (*span).used.store(0, Relaxed);
         let dead = free_span(&mut g, span);
-        drop(g);
+        unlock(arena, g);
         if let Some(c) = dead {
-            retire_chunk(arena, c);
+            unmap_chunk(c);
         }
     }
 }
@@ -542,11 +700,29 @@ pub(crate) fn find_chunk(p: *const u8) -> Option<ChunkInfo> {
     None
 }
 
+/// Retained chunks of `arena`, and how many of them are advised.
+#[cfg(test)]
+pub(crate) fn retained_and_advised(arena: &Arena) -> (usize, usize) {
+    let g = arena.inner.lock();
+    let mut advised = 0;
+    let mut c = g.chunks;
+    while !c.is_null() {
+        // SAFETY: live chunks of the arena, lock held.
+        unsafe {
+            if (*c).retained && (*c).advised {
+                advised += 1;
+            }
+            c = (*c).next;
+        }
+    }
+    (g.retained, advised)
+}
+
 /// Per-arena figures (walks every chunk; allocates the result).
 pub(crate) fn arena_stats() -> Vec<ArenaStats> {
     let mut out = Vec::new();
     for a in ready_arenas() {
-        let (chunks, empty, unbound, medium_units, small_out) = {
+        let (chunks, empty, retained, unbound, medium_units, small_out) = {
             let g = a.inner.lock();
             let mut small = 0usize;
             let mut c = g.chunks;
@@ -570,7 +746,7 @@ pub(crate) fn arena_stats() -> Vec<ArenaStats> {
                     c = (*c).next;
                 }
             }
-            (g.n_chunks, g.empty, g.unbound, g.medium_units, small)
+            (g.n_chunks, g.empty, g.retained, g.unbound, g.medium_units, small)
         };
         let key = a.key();
         out.push(ArenaStats {
@@ -578,6 +754,7 @@ pub(crate) fn arena_stats() -> Vec<ArenaStats> {
             home: key.home(),
             chunks,
             empty_chunks: empty,
+            retained_chunks: retained,
             unbound_chunks: unbound,
             small_blocks_out: small_out,
             medium_units,

@@ -20,7 +20,7 @@
 //! | field | protected by |
 //! |---|---|
 //! | `Chunk::{magic, arena, seq, key, binding, pieces}` | written once before the chunk is published, read-only after |
-//! | `Chunk::{free_units, dirty_units, next, prev}`, `span_of_unit` writes | the arena lock |
+//! | `Chunk::{free_units, dirty_units, retained, advised, empty_since, next, prev}`, `span_of_unit` writes | the arena lock |
 //! | `Span::thread_free` | atomic; see its state table |
 //! | other `Span` fields | the owning thread while `thread_free` has `OWNED`, else the arena lock |
 //!
@@ -118,6 +118,13 @@ pub(crate) struct Chunk {
     pub(crate) free_units: u32,
     /// Bit `u` set: unit `u` was handed out before and may hold old bytes.
     pub(crate) dirty_units: u32,
+    /// An empty chunk kept beyond the arena's hot ones, counted against the
+    /// process-wide retention budget.
+    pub(crate) retained: bool,
+    /// A retained chunk whose units were given `MADV_FREE`.
+    pub(crate) advised: bool,
+    /// When a retained chunk went empty (`sys::monotonic_ms`).
+    pub(crate) empty_since: u64,
     /// Links in the arena's chunk list.
     pub(crate) next: *mut Chunk,
     pub(crate) prev: *mut Chunk,
@@ -174,6 +181,9 @@ pub(crate) fn map(arena: *const Arena, key: &Key, seq: u64) -> Option<NonNull<Ch
         ptr::addr_of_mut!((*c).pieces).write(pieces);
         ptr::addr_of_mut!((*c).free_units).write(ALL_UNITS_FREE);
         ptr::addr_of_mut!((*c).dirty_units).write(0);
+        ptr::addr_of_mut!((*c).retained).write(false);
+        ptr::addr_of_mut!((*c).advised).write(false);
+        ptr::addr_of_mut!((*c).empty_since).write(0);
         ptr::addr_of_mut!((*c).next).write(ptr::null_mut());
         ptr::addr_of_mut!((*c).prev).write(ptr::null_mut());
     }
@@ -195,6 +205,24 @@ pub(crate) unsafe fn unmap(c: *mut Chunk) {
             let _ = sys::munmap(p, CHUNK_SIZE);
         }
     }
+}
+
+/// Lets the kernel take back the pages of a chunk's units (not its header)
+/// when it needs memory, keeping the mapping and its policy: `MADV_FREE`.
+/// Until the kernel does, the pages stay mapped and reusing them costs no
+/// page fault; once it has, they read as zero and fault in again under the
+/// chunk's policy. Returns whether the kernel took the advice.
+///
+/// # Safety
+///
+/// Every unit of the chunk must be free (no block in use, in a cache or in
+/// a pending chain), and no thread may write to them until this returns.
+pub(crate) unsafe fn advise_free(c: *mut Chunk) -> bool {
+    let units = c.cast::<u8>().wrapping_add(UNIT_SIZE);
+    // SAFETY: the units are part of the chunk's mapping (ours); per the
+    // contract nothing in them is needed or touched meanwhile. The header
+    // (unit 0), which stays in use, is not advised.
+    unsafe { sys::madvise(units, CHUNK_SIZE - UNIT_SIZE, sys::MADV_FREE).is_ok() }
 }
 
 /// Whether `c` looks like a chunk header (used only on chunks found in an

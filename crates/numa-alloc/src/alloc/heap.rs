@@ -1,14 +1,33 @@
 //! The per-thread cache: the fast paths, the slow paths behind them,
-//! remote-free batches, the thread's policy, and handing everything back
-//! when the thread exits.
+//! remote-free batches, medium blocks kept for reuse, the thread's policy,
+//! and handing everything back when the thread exits.
 //!
-//! A thread owns at most one span per size class (its *current* span) and
-//! keeps that span's free blocks in `free[class]`, a list only it touches:
-//! the fast paths are a pop from or a push onto that list. A block freed by a
-//! thread that does not own its span goes into a small batch keyed by span;
-//! a full batch (or one evicted by another span) travels in one step: a
-//! single compare-and-swap onto the owning thread's `thread_free` chain, or,
-//! for a span no thread owns, a splice under its arena's lock.
+//! A thread allocates each size class from one span it owns (its *current*
+//! span) and keeps that span's free blocks in `free[class]`, a list only it
+//! touches: the fast paths are a pop from or a push onto that list. When the
+//! current span runs out, the thread keeps owning it (up to
+//! [`KEPT_PER_CLASS`] such *kept* spans per class, the oldest handed back
+//! beyond that): its own frees into a kept span go onto the span's `local`
+//! list without a lock, and a kept span with free blocks becomes current
+//! again before the thread asks its arena for another. A kept span whose
+//! blocks are all free goes back to its arena at once.
+//!
+//! A block freed by a thread that does not own its span goes into a small
+//! batch keyed by span; a full batch (or one evicted by another span)
+//! travels in one step: a single compare-and-swap onto the owning thread's
+//! `thread_free` chain, or, for a span no thread owns, a splice under its
+//! arena's lock.
+//!
+//! # Medium blocks
+//!
+//! A thread keeps up to [`MEDIUM_BIN_MAX`] freed medium blocks per unit
+//! count, at most [`MEDIUM_CACHE_UNITS`] units (2 MiB) in all, and hands
+//! them out again before asking its arena (which takes the arena lock).
+//! Only blocks of the thread's current arena are kept, so a reused block
+//! still has the placement it was made with; every other medium block goes
+//! straight back to its own arena. The cache goes back to the arena
+//! whenever the thread's arena changes (policy switch, default change,
+//! another node) and when the thread exits or flushes.
 //!
 //! # Thread exit
 //!
@@ -23,12 +42,12 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::ptr;
+use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 use super::arena::{self, Arena};
-use super::chunk::{Block, OWNED, Span, span_of};
-use super::class::{CLASS_SIZE, NCLASS};
+use super::chunk::{self, Block, OWNED, Span, UNIT_SIZE, span_of};
+use super::class::{CLASS_SIZE, MEDIUM_MAX, NCLASS};
 use super::key::Key;
 use super::lock::SpinLock;
 use super::stats;
@@ -37,10 +56,18 @@ use crate::sys;
 
 /// Remote-free batch slots per thread.
 const SLOTS: usize = 16;
+/// Exhausted spans a thread keeps owning per size class.
+pub(crate) const KEPT_PER_CLASS: usize = 4;
 /// A batch travels when it holds this many blocks.
 const BATCH_MAX: u32 = 64;
 /// Bytes carved from a fresh span per refill.
 const CARVE_BYTES: usize = 8 << 10;
+/// Medium block sizes, in units (1 to 8): one cache bin each.
+const MEDIUM_BINS: usize = MEDIUM_MAX / UNIT_SIZE;
+/// The most medium blocks a thread keeps of one unit count.
+pub(crate) const MEDIUM_BIN_MAX: u8 = 4;
+/// The most units (64 KiB) of medium blocks a thread keeps in all: 2 MiB.
+pub(crate) const MEDIUM_CACHE_UNITS: u32 = 32;
 
 #[derive(Clone, Copy)]
 struct Batch {
@@ -62,8 +89,19 @@ pub(crate) struct Heap {
     free: [*mut Block; NCLASS],
     /// The current span of each class (owned by this thread), or null.
     cur: [*mut Span; NCLASS],
+    /// Kept spans of each class (owned by this thread, not current), oldest
+    /// first; `kept_n[c]` of them are valid.
+    kept: [[*mut Span; KEPT_PER_CLASS]; NCLASS],
+    kept_n: [u8; NCLASS],
     batch: [Batch; SLOTS],
-    /// The arena new spans come from, for `key`; null until resolved.
+    /// Freed medium blocks of `arena` kept for reuse, by unit count - 1,
+    /// linked through their first word.
+    medium: [*mut Block; MEDIUM_BINS],
+    medium_count: [u8; MEDIUM_BINS],
+    /// Units the medium bins hold in all.
+    medium_units: u32,
+    /// The arena new spans and medium blocks come from, for `key`; null
+    /// until resolved.
     arena: *const Arena,
     key: Key,
     /// The thread's own policy, when it set one.
@@ -78,7 +116,12 @@ impl Heap {
     const NEW: Heap = Heap {
         free: [ptr::null_mut(); NCLASS],
         cur: [ptr::null_mut(); NCLASS],
+        kept: [[ptr::null_mut(); KEPT_PER_CLASS]; NCLASS],
+        kept_n: [0; NCLASS],
         batch: [NO_BATCH; SLOTS],
+        medium: [ptr::null_mut(); MEDIUM_BINS],
+        medium_count: [0; MEDIUM_BINS],
+        medium_units: 0,
         arena: ptr::null(),
         key: Key { kind: super::key::Kind::FirstTouch, nodes: crate::NodeSet::new(), block: 0, node: 0 },
         policy: Policy::FirstTouch,
@@ -137,12 +180,13 @@ pub(crate) unsafe fn free_small(p: *mut u8, c: usize) {
     let b = p.cast::<Block>();
     with_heap(|h| {
         if h.cur[c] == span {
-            // SAFETY: the block is ours again; its first word becomes the link.
+            // SAFETY: the block is ours again (contract), at least 16 bytes
+            // and 16-aligned (every class is); its first word becomes the link.
             unsafe { (*b).next = h.free[c] };
             h.free[c] = b;
         } else {
-            // SAFETY: per the contract.
-            unsafe { free_slow(h, span, b) }
+            // SAFETY: per the contract, and `span` is not current.
+            unsafe { free_slow(h, c, span, b) }
         }
     })
 }
@@ -153,7 +197,12 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
     refresh(h);
     let span = h.cur[c];
     if !span.is_null() {
-        // SAFETY: the current span is owned by this thread.
+        // SAFETY: the current span is owned by this thread (its
+        // `thread_free` has OWNED): its fields are ours and `thread_free` is
+        // touched atomically. `carve` is called only with uncarved room. The
+        // exhausted span, no longer current, is neither kept nor current when
+        // `keep` gets it, and `release` gets it only when the thread stops
+        // using it (its free list is empty: the span is exhausted).
         unsafe {
             // Blocks other threads freed meanwhile.
             if (*span).thread_free.load(Ordering::Relaxed) != OWNED {
@@ -167,9 +216,25 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
                 carve(h, c, span);
                 return pop(h, c);
             }
-            // Exhausted: give it back; frees will bring it to the partial list.
+            // Exhausted: keep it, and go on with a kept span that has free
+            // blocks if there is one.
             h.cur[c] = ptr::null_mut();
-            arena::release(span, ptr::null_mut(), ptr::null_mut(), 0);
+            if let Some(next) = take_kept_with_free(h, c) {
+                keep(h, c, span);
+                h.cur[c] = next;
+                if !h.free[c].is_null() {
+                    return pop(h, c);
+                }
+                // Only remote frees: they wait on its `thread_free`.
+                let chain = ((*next).thread_free.swap(OWNED, Ordering::Acquire) & !OWNED) as *mut Block;
+                h.free[c] = chain;
+                return pop(h, c);
+            }
+            if h.state == CACHED {
+                keep(h, c, span);
+            } else {
+                arena::release(span, ptr::null_mut(), ptr::null_mut(), 0);
+            }
         }
     }
     let arena = arena_for_new_span(h);
@@ -188,6 +253,58 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
         release_all(h);
     }
     p
+}
+
+/// Adds the exhausted former current span of class `c` to the kept ones,
+/// handing the oldest back to its arena if there are too many.
+///
+/// # Safety
+///
+/// The thread owns `span` (class `c`), which is neither current nor kept.
+unsafe fn keep(h: &mut Heap, c: usize, span: *mut Span) {
+    let n = h.kept_n[c] as usize;
+    if n == KEPT_PER_CLASS {
+        let oldest = h.kept[c][0];
+        h.kept[c].copy_within(1.., 0);
+        h.kept[c][KEPT_PER_CLASS - 1] = span;
+        // SAFETY: a kept span is owned by this thread, and its free blocks
+        // are on its own `local` list, which `release` takes over.
+        unsafe { arena::release(oldest, ptr::null_mut(), ptr::null_mut(), 0) };
+    } else {
+        h.kept[c][n] = span;
+        h.kept_n[c] += 1;
+    }
+}
+
+/// Takes out of the kept spans of class `c` one with free blocks (freed by
+/// this thread onto its `local` list, or by others onto its `thread_free`
+/// chain) and makes its `local` blocks the thread's list of class `c`.
+fn take_kept_with_free(h: &mut Heap, c: usize) -> Option<*mut Span> {
+    let n = h.kept_n[c] as usize;
+    for i in 0..n {
+        let s = h.kept[c][i];
+        // SAFETY: kept spans are owned by this thread: their `local` and
+        // counters are ours; `thread_free` is read atomically.
+        unsafe {
+            if (*s).local_count == 0 && (*s).thread_free.load(Ordering::Relaxed) == OWNED {
+                continue;
+            }
+            h.kept[c].copy_within(i + 1..n, i);
+            h.kept_n[c] -= 1;
+            h.free[c] = (*s).local;
+            (*s).used.store((*s).used.load(Ordering::Relaxed) + (*s).local_count, Ordering::Relaxed);
+            (*s).local = ptr::null_mut();
+            (*s).local_count = 0;
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// The index of `span` among the kept spans of class `c`.
+#[inline]
+fn kept_index(h: &Heap, c: usize, span: *mut Span) -> Option<usize> {
+    h.kept[c][..h.kept_n[c] as usize].iter().position(|&s| s == span)
 }
 
 #[inline(always)]
@@ -228,10 +345,32 @@ unsafe fn carve(h: &mut Heap, c: usize, span: *mut Span) {
 
 /// # Safety
 ///
-/// `b` is a live block of `span`, which this thread does not own.
+/// `b` is a live block of `span`, of class `c`, and `span` is not the
+/// thread's current span of class `c`.
 #[cold]
 #[inline(never)]
-unsafe fn free_slow(h: &mut Heap, span: *mut Span, b: *mut Block) {
+unsafe fn free_slow(h: &mut Heap, c: usize, span: *mut Span, b: *mut Block) {
+    if let Some(i) = kept_index(h, c, span) {
+        // SAFETY: a kept span is ours: its `local` list and counters are
+        // touched by this thread only; the block is ours to link.
+        unsafe {
+            (*b).next = (*span).local;
+            (*span).local = b;
+            (*span).local_count += 1;
+            let used = (*span).used.load(Ordering::Relaxed) - 1;
+            (*span).used.store(used, Ordering::Relaxed);
+            if used == 0 {
+                // Every block is free: the span goes back to its chunk. It
+                // leaves the kept ones first, so the thread stops using it
+                // as `release` requires.
+                let n = h.kept_n[c] as usize;
+                h.kept[c].copy_within(i + 1..n, i);
+                h.kept_n[c] -= 1;
+                arena::release(span, ptr::null_mut(), ptr::null_mut(), 0);
+            }
+        }
+        return;
+    }
     if h.state == UNCACHED {
         // SAFETY: per the contract.
         unsafe {
@@ -300,6 +439,12 @@ unsafe fn flush(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32)
 /// batch back.
 fn release_all(h: &mut Heap) {
     for c in 0..NCLASS {
+        let kept = core::mem::replace(&mut h.kept_n[c], 0) as usize;
+        for i in 0..kept {
+            // SAFETY: a kept span is owned by this thread; its free blocks
+            // are on its `local` list, which `release` takes over.
+            unsafe { arena::release(h.kept[c][i], ptr::null_mut(), ptr::null_mut(), 0) };
+        }
         let span = core::mem::replace(&mut h.cur[c], ptr::null_mut());
         let head = core::mem::replace(&mut h.free[c], ptr::null_mut());
         if span.is_null() {
@@ -326,6 +471,28 @@ fn release_all(h: &mut Heap) {
             unsafe { flush(b.span, b.head, b.tail, b.count) };
         }
     }
+    release_medium(h);
+}
+
+/// Hands every medium block the thread keeps back to its arena.
+fn release_medium(h: &mut Heap) {
+    for bin in 0..MEDIUM_BINS {
+        let mut b = core::mem::replace(&mut h.medium[bin], ptr::null_mut());
+        h.medium_count[bin] = 0;
+        while !b.is_null() {
+            // SAFETY: the bins hold medium blocks of this allocator that the
+            // program freed; their arena still counts them out, so they are
+            // live medium blocks as `arena::free_medium` requires, and
+            // nothing else uses them. The link is read before the block goes
+            // back.
+            unsafe {
+                let next = (*b).next;
+                arena::free_medium(b.cast());
+                b = next;
+            }
+        }
+    }
+    h.medium_units = 0;
 }
 
 /// Brings the heap up to date: arms the exit hook on first use, follows a
@@ -360,9 +527,14 @@ fn resolve(h: &mut Heap) {
     h.arena = arena::arena_for(&h.key);
 }
 
-/// The arena a new span comes from.
+/// The arena a new span or medium block comes from (resolved here if
+/// `refresh` has not).
 fn arena_for_new_span(h: &mut Heap) -> &'static Arena {
-    // SAFETY: `refresh` resolved the arena; arenas are static.
+    if h.arena.is_null() {
+        resolve(h);
+    }
+    // SAFETY: non-null `arena` pointers come from `arena::arena_for`, which
+    // returns `&'static` arenas of the static table.
     unsafe { &*h.arena }
 }
 
@@ -388,7 +560,64 @@ fn thread_node() -> usize {
     node
 }
 
-/// The calling thread's arena and key, resolved (for medium and large blocks).
+/// A medium block of `units` units (`1..=MEDIUM_BINS`), and whether it is
+/// known to be zero: from the thread's bin if it holds one, else from the
+/// thread's arena. `None` when the kernel has no memory.
+#[inline]
+pub(crate) fn alloc_medium(units: usize) -> Option<(NonNull<u8>, bool)> {
+    with_heap(|h| {
+        refresh(h);
+        let bin = units - 1;
+        let b = h.medium[bin];
+        if let Some(p) = NonNull::new(b) {
+            // SAFETY: a block in the bin is a free medium block of the
+            // thread's current arena (`refresh` empties the bins when the
+            // arena changes); its first word is the link.
+            h.medium[bin] = unsafe { (*b).next };
+            h.medium_count[bin] -= 1;
+            h.medium_units -= units as u32;
+            return Some((p.cast(), false));
+        }
+        arena::alloc_medium(arena_for_new_span(h), units)
+    })
+}
+
+/// Frees a medium block: into the thread's bin when it belongs to the
+/// thread's current arena and the bins have room, else to its arena.
+///
+/// # Safety
+///
+/// `p` is a live medium block from this allocator; nothing uses it after.
+#[inline]
+pub(crate) unsafe fn free_medium(p: *mut u8) {
+    // SAFETY: a live block's chunk and span are live, and the span's unit
+    // count and the chunk's arena do not change while the block is out.
+    let (units, arena) = unsafe { ((*span_of(p)).units as u32, (*chunk::chunk_of(p)).arena) };
+    let kept = with_heap(|h| {
+        let bin = (units as usize).wrapping_sub(1);
+        let fits = h.state == CACHED
+            && arena == h.arena
+            && bin < MEDIUM_BINS
+            && h.medium_count[bin] < MEDIUM_BIN_MAX
+            && h.medium_units + units <= MEDIUM_CACHE_UNITS;
+        if fits {
+            let b = p.cast::<Block>();
+            // SAFETY: the block is ours (per the contract); its first word
+            // becomes the link.
+            unsafe { (*b).next = h.medium[bin] };
+            h.medium[bin] = b;
+            h.medium_count[bin] += 1;
+            h.medium_units += units;
+        }
+        fits
+    });
+    if !kept {
+        // SAFETY: per the contract.
+        unsafe { arena::free_medium(p) };
+    }
+}
+
+/// The calling thread's arena and key, resolved (for large blocks).
 pub(crate) fn current_placement() -> (&'static Arena, Key) {
     with_heap(|h| {
         refresh(h);
@@ -423,6 +652,12 @@ fn arm_exit_hook() -> bool {
     armed
 }
 
+/// The exit hook: hands the exiting thread's cache back.
+///
+/// # Safety
+///
+/// Only pthread calls it, once per exiting thread that armed the key, on
+/// that thread, outside any allocator call; the argument is not used.
 unsafe extern "C" fn on_thread_exit(_: *mut c_void) {
     with_heap(|h| {
         release_all(h);

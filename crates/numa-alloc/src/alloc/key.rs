@@ -159,7 +159,9 @@ impl Key {
 /// Keeps transparent huge pages out of an interleaved range: with them the
 /// kernel would interleave 2 MiB at a time.
 fn no_huge_pages(addr: *mut u8, len: usize) {
-    // SAFETY: the range is a fresh mapping of ours; the advice discards nothing.
+    // SAFETY: callers pass a mapping of ours (a chunk or a large block being
+    // set up by `chunk::map` or `large::alloc`); `MADV_NOHUGEPAGE` changes
+    // no contents, so it cannot affect a live reference into the range.
     let _ = unsafe { sys::madvise(addr, len, sys::MADV_NOHUGEPAGE) };
 }
 

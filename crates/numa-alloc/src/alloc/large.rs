@@ -16,14 +16,20 @@
 //! policy of the pages) where the mapping is one kernel mapping, and copies
 //! otherwise.
 //!
-//! Freed mappings of up to [`CACHE_ENTRY_MAX`] bytes are kept in a small
-//! cache (at most [`CACHE_MAX`] bytes in all, oldest evicted first) and
-//! handed out again to a request of the same arena (so the same placement)
-//! that fits them with at most a quarter to spare: a program that allocates
-//! and frees buffers of a few hundred KiB over and over pays neither
-//! `mmap`/`munmap` (nor, with several threads, the TLB shootdowns of
-//! `munmap`) nor page faults each time. Reused memory is not zero, so
-//! `alloc_zeroed` clears it.
+//! Freed mappings whose block area is at most [`CACHE_ENTRY_MAX`] bytes are
+//! kept in a small cache (at most [`CACHE_MAX`] bytes in all, oldest evicted
+//! first) and handed out again to a request of the same arena (so the same
+//! placement) that fits them with at most a quarter to spare, the closest
+//! fit first: a program that allocates and frees buffers of a few hundred
+//! KiB over and over pays neither `mmap`/`munmap` (nor, with several
+//! threads, the TLB shootdowns of `munmap`) nor page faults each time.
+//! Reused memory is not zero, so `alloc_zeroed` clears it.
+//!
+//! So that freed mappings fit later requests, the block area of a cacheable
+//! block is rounded up to one of four sizes per power of two (see
+//! [`data_len`]): a 600 KiB and a 630 KiB request both map 640 KiB. The
+//! rounding costs address space only; pages past the end of the block are
+//! never touched, so they take no memory.
 
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering;
@@ -49,11 +55,11 @@ struct Header {
     pieces: u32,
 }
 
-/// The largest mapping the cache keeps.
+/// The largest block area (mapping less its header page) the cache keeps.
 pub(crate) const CACHE_ENTRY_MAX: usize = 4 << 20;
 /// The most the cache holds.
-pub(crate) const CACHE_MAX: usize = 32 << 20;
-const CACHE_SLOTS: usize = 32;
+pub(crate) const CACHE_MAX: usize = 64 << 20;
+const CACHE_SLOTS: usize = 64;
 
 /// Freed mappings kept for reuse: `(header, map_len)`, oldest first.
 struct Cache {
@@ -69,11 +75,17 @@ static CACHE: SpinLock<Cache> = SpinLock::new(Cache { entries: [(0, 0); CACHE_SL
 fn cache_take(arena: *const Arena, total: usize, align: usize, page: usize) -> Option<*mut Header> {
     let mut c = CACHE.lock();
     let n = c.n;
-    let i = c.entries[..n].iter().rposition(|&(h, len)| {
+    // The closest fit, the newest among equals.
+    let mut best: Option<(usize, usize)> = None;
+    for (i, &(h, len)) in c.entries[..n].iter().enumerate() {
         // SAFETY: cached entries are live mappings of ours with a header.
         let same = unsafe { (*(h as *const Header)).arena } == arena;
-        same && len >= total && len - total <= total / 4 && (h + page) % align == 0
-    })?;
+        let fits = same && len >= total && len - total <= total / 4 && (h + page) % align == 0;
+        if fits && best.is_none_or(|(_, l)| len <= l) {
+            best = Some((i, len));
+        }
+    }
+    let (i, _) = best?;
     let (h, len) = c.entries[i];
     c.entries.copy_within(i + 1..n, i);
     c.n -= 1;
@@ -84,8 +96,8 @@ fn cache_take(arena: *const Arena, total: usize, align: usize, page: usize) -> O
 /// Offers a freed mapping to the cache; returns mappings to unmap (the
 /// offered one if it does not fit, or evicted old ones), at most
 /// `CACHE_SLOTS + 1`, in `out`; the count is returned.
-fn cache_put(h: *mut Header, len: usize, out: &mut [(usize, usize); CACHE_SLOTS + 1]) -> usize {
-    if len > CACHE_ENTRY_MAX {
+fn cache_put(h: *mut Header, len: usize, page: usize, out: &mut [(usize, usize); CACHE_SLOTS + 1]) -> usize {
+    if len - page > CACHE_ENTRY_MAX {
         out[0] = (h as usize, len);
         return 1;
     }
@@ -112,11 +124,26 @@ pub(crate) fn cached_bytes() -> usize {
     CACHE.lock().bytes
 }
 
+/// The block area mapped for a block of `size` bytes: whole pages, and for
+/// blocks the cache may keep, rounded up to the next of four sizes per power
+/// of two (`2^b + j 2^(b-2)`, `j = 1..=4`, for `2^b < size <= 2^(b+1)`).
+/// `None` on overflow.
+pub(crate) fn data_len(size: usize, page: usize) -> Option<usize> {
+    let pages = size.max(1).checked_next_multiple_of(page)?;
+    if pages > CACHE_ENTRY_MAX {
+        return Some(pages);
+    }
+    let b = usize::BITS - 1 - (pages - 1).leading_zeros();
+    let step = ((1usize << b) / 4).max(page);
+    // At most CACHE_ENTRY_MAX: no overflow.
+    Some(pages.next_multiple_of(step))
+}
+
 /// Allocates a large block of `size` bytes aligned to `align`; null when the
 /// kernel has no memory or the size overflows. Its bytes are zero.
 pub(crate) fn alloc(size: usize, align: usize, zero: bool) -> *mut u8 {
     let page = super::page_size();
-    let Some(data_len) = size.max(1).checked_next_multiple_of(page) else { return oom() };
+    let Some(data_len) = data_len(size, page) else { return oom() };
     let Some(total) = data_len.checked_add(page) else { return oom() };
     let (arena, key) = super::heap::current_placement();
     let arena: *const Arena = arena;
@@ -218,7 +245,7 @@ pub(crate) unsafe fn free(p: *mut u8) {
         let len = (*h).map_len;
         live(&(*h).key, (*h).binding, len, page, false);
         let mut out = [(0usize, 0usize); CACHE_SLOTS + 1];
-        let k = cache_put(h, len, &mut out);
+        let k = cache_put(h, len, page, &mut out);
         for &(m, l) in &out[..k] {
             unmap(m as *mut Header, l);
         }
@@ -249,7 +276,7 @@ unsafe fn unmap(h: *mut Header, len: usize) {
 /// `p` is a live large block; on `Some` the old pointer is dead.
 pub(crate) unsafe fn realloc(p: *mut u8, new_size: usize) -> Option<*mut u8> {
     let page = super::page_size();
-    let new_data = new_size.max(1).checked_next_multiple_of(page)?;
+    let new_data = data_len(new_size, page)?;
     let new_total = new_data.checked_add(page)?;
     // SAFETY: per the contract.
     unsafe {
@@ -279,3 +306,25 @@ pub(crate) unsafe fn realloc(p: *mut u8, new_size: usize) -> Option<*mut u8> {
 }
 
 const _: () = assert!(core::mem::size_of::<Header>() <= 4096);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cacheable_blocks_round_to_four_sizes_per_power_of_two() {
+        let page = 4096;
+        assert_eq!(data_len(512 << 10, page), Some(512 << 10));
+        assert_eq!(data_len((512 << 10) + 1, page), Some(640 << 10));
+        assert_eq!(data_len(600 << 10, page), Some(640 << 10));
+        assert_eq!(data_len(1 << 20, page), Some(1 << 20));
+        assert_eq!(data_len(CACHE_ENTRY_MAX, page), Some(CACHE_ENTRY_MAX));
+        assert_eq!(data_len(CACHE_ENTRY_MAX + 1, page), Some(CACHE_ENTRY_MAX + page));
+        assert_eq!(data_len(usize::MAX, page), None);
+        for size in (1..(CACHE_ENTRY_MAX + 3 * page)).step_by(997) {
+            let d = data_len(size, page).unwrap();
+            assert!(d >= size && d % page == 0, "size {size}: {d}");
+            assert!(d - size < page.max(size / 4 + 1), "size {size} rounds to {d}: at most a quarter more");
+        }
+    }
+}

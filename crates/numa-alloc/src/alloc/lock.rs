@@ -8,6 +8,7 @@
 //! where the holder may have been preempted.
 
 use core::cell::UnsafeCell;
+use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -17,10 +18,11 @@ pub(crate) struct SpinLock<T> {
     value: UnsafeCell<T>,
 }
 
-// SAFETY: the lock hands out access to `value` to one thread at a time.
+// SAFETY: `Sync` lets several threads call `lock`; the lock hands the
+// `&mut T` to one of them at a time, so `T` moves between threads (hence
+// `T: Send`) but is never shared by two (so `T: Sync` is not needed), as for
+// `std::sync::Mutex`. (`Send` needs no impl: it follows from `T: Send`.)
 unsafe impl<T: Send> Sync for SpinLock<T> {}
-// SAFETY: moving the lock moves the value.
-unsafe impl<T: Send> Send for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
     pub(crate) const fn new(value: T) -> Self {
@@ -32,7 +34,7 @@ impl<T> SpinLock<T> {
         if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.lock_contended();
         }
-        SpinGuard { lock: self }
+        SpinGuard { lock: self, _not_send_sync: PhantomData }
     }
 
     #[cold]
@@ -56,21 +58,34 @@ impl<T> SpinLock<T> {
 }
 
 /// Access to the locked value; unlocks on drop.
+///
+/// Not `Send` (it is dropped on the thread that locked, like a `MutexGuard`)
+/// and `Sync` only when `T` is: a shared guard hands out `&T`.
 pub(crate) struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    /// Without it the guard would be `Sync` whenever `T: Send` (through
+    /// `&SpinLock<T>`), letting two threads share a `&T` of a `!Sync` `T`.
+    _not_send_sync: PhantomData<*mut T>,
 }
+
+// SAFETY: a shared guard gives out only `&T`, which other threads may hold
+// when `T: Sync`.
+unsafe impl<T: Sync> Sync for SpinGuard<'_, T> {}
 
 impl<T> Deref for SpinGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: holding the guard means holding the lock.
+        // SAFETY: a guard exists only between a successful `lock` and its
+        // drop, so no other guard (and no other reference to the value)
+        // exists; the `&T` lives no longer than the borrow of the guard.
         unsafe { &*self.lock.value.get() }
     }
 }
 
 impl<T> DerefMut for SpinGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: holding the guard means holding the lock, exclusively.
+        // SAFETY: as in `deref`, and `&mut self` makes this the only
+        // reference through the guard.
         unsafe { &mut *self.lock.value.get() }
     }
 }

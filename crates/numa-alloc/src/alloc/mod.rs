@@ -30,6 +30,14 @@ pub const SMALL_MAX: usize = class::SMALL_MAX;
 /// The largest block served from a chunk's units; larger blocks are mapped
 /// on their own.
 pub const MEDIUM_MAX: usize = class::MEDIUM_MAX;
+/// Empty chunks each arena keeps as they are (pages mapped and faulted in)
+/// for its next spans and medium blocks.
+pub const HOT_EMPTY_CHUNKS: usize = arena::KEEP_EMPTY;
+/// Empty chunks kept beyond those, over all arenas, with their pages
+/// advised `MADV_FREE` (the kernel takes them back when it needs memory;
+/// until then reusing them costs no page fault). Further empty chunks are
+/// unmapped.
+pub const RETAINED_CHUNKS_MAX: usize = arena::RETAIN_MAX;
 
 /// A global allocator whose pages follow the calling thread's NUMA policy.
 ///
@@ -95,8 +103,7 @@ pub(crate) fn page_size() -> usize {
 }
 
 fn alloc_medium(units: usize, size: usize, zero: bool) -> *mut u8 {
-    let (arena, _) = heap::current_placement();
-    match arena::alloc_medium(arena, units) {
+    match heap::alloc_medium(units) {
         Some((p, clean)) => {
             if zero && !clean {
                 // SAFETY: the block is ours and at least `size` bytes long.
@@ -136,7 +143,7 @@ unsafe impl GlobalAlloc for NumaAlloc {
             // allocated with, so the route is the one it came from.
             Route::Small(c) => unsafe { heap::free_small(p, c) },
             // SAFETY: as above.
-            Route::Medium(_) => unsafe { arena::free_medium(p) },
+            Route::Medium(_) => unsafe { heap::free_medium(p) },
             // SAFETY: as above.
             Route::Large => unsafe { large::free(p) },
         }
@@ -166,20 +173,26 @@ unsafe impl GlobalAlloc for NumaAlloc {
             (Route::Small(a), Route::Small(b)) if a == b => return p,
             (Route::Medium(a), Route::Medium(b)) if a == b => return p,
             (Route::Large, Route::Large) if layout.align() <= page_size() => {
-                // SAFETY: `p` is a live large block (its layout says so).
+                // SAFETY: `p` is a live large block (its layout routes there);
+                // on `Some` it is not used again: `q` is returned at once.
                 if let Some(q) = unsafe { large::realloc(p, new_size) } {
                     return q;
                 }
             }
             _ => {}
         }
-        // SAFETY: the caller guarantees `new_size`, rounded up to the
-        // alignment, does not overflow isize.
+        // SAFETY: the alignment comes from a valid `Layout` (a power of two),
+        // and the caller guarantees `new_size`, rounded up to it, does not
+        // overflow `isize`.
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         // SAFETY: a valid non-zero layout (new_size > 0 per the contract).
         let q = unsafe { self.alloc(new_layout) };
         if !q.is_null() {
-            // SAFETY: both blocks are live, distinct, and at least this long.
+            // SAFETY: `p` (live, per the caller) and `q` (just allocated) are
+            // distinct blocks, each at least `min(old, new)` bytes, so the
+            // copy reads and writes inside them without overlap; `p` was
+            // allocated by this allocator with `layout` (caller) and is not
+            // used after the `dealloc`.
             unsafe {
                 ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
                 self.dealloc(p, layout);

@@ -1,5 +1,5 @@
 //! Counters the allocator keeps, and the snapshot [`AllocStats`] that
-//! [`stats`](super::stats) returns.
+//! [`stats`](fn@super::stats) returns.
 //!
 //! Counters are relaxed atomics updated on slow paths only (a chunk mapped,
 //! a large block mapped, a batch of remote frees flushed); the fast paths
@@ -135,12 +135,17 @@ pub struct ArenaStats {
     pub chunks: usize,
     /// Of those, chunks with nothing allocated (kept for reuse).
     pub empty_chunks: usize,
+    /// Of the empty ones, those kept beyond the arena's
+    /// [`HOT_EMPTY_CHUNKS`](super::HOT_EMPTY_CHUNKS), their pages given back
+    /// to the kernel to take when it needs memory (`MADV_FREE`); at most
+    /// [`RETAINED_CHUNKS_MAX`](super::RETAINED_CHUNKS_MAX) over all arenas.
+    pub retained_chunks: usize,
     /// Chunks whose binding the kernel refused.
     pub unbound_chunks: usize,
     /// Small blocks handed out and not yet returned to their spans: blocks
     /// in use plus blocks cached by threads or waiting in remote-free batches.
     pub small_blocks_out: usize,
-    /// Units (64 KiB) of medium blocks in use.
+    /// Units (64 KiB) of medium blocks in use or kept by threads for reuse.
     pub medium_units: usize,
 }
 
@@ -206,6 +211,11 @@ impl AllocStats {
     /// Chunks mapped now over all arenas.
     pub fn chunks(&self) -> usize {
         self.arenas.iter().map(|a| a.chunks).sum()
+    }
+
+    /// Empty chunks retained (pages advised `MADV_FREE`) over all arenas.
+    pub fn retained_chunks(&self) -> usize {
+        self.arenas.iter().map(|a| a.retained_chunks).sum()
     }
 }
 

@@ -232,32 +232,56 @@ fn the_system_allocator_is_global_here() {
 }
 
 #[test]
-fn empty_chunks_go_back_to_the_os() {
+fn empty_chunks_are_kept_within_bounds_and_the_rest_go_back_to_the_os() {
     std::thread::spawn(|| {
         // A placement of its own, so other tests' blocks do not keep chunks alive.
         set_thread_policy(Policy::Local).unwrap();
         let home = effective_policy().1;
         let l = layout(400_000, 8); // medium: 7 units, 4 per chunk at most
+        let n = 4 * (arena::KEEP_EMPTY + arena::RETAIN_MAX + 10);
         let before = stats();
+        let arena_of = |s: &AllocStats| -> ArenaStats {
+            *s.arenas.iter().find(|a| a.policy == Policy::Local && a.home == home).expect("this test's arena")
+        };
         // SAFETY: valid layout; every block freed with it.
         unsafe {
-            let blocks: Vec<*mut u8> = (0..80).map(|_| A.alloc(l)).collect();
+            let blocks: Vec<*mut u8> = (0..n).map(|_| A.alloc(l)).collect();
             assert!(blocks.iter().all(|p| !p.is_null()));
             let mid = stats();
-            assert!(mid.chunks_mapped >= before.chunks_mapped + 12, "{mid:?}");
+            assert!(mid.chunks_mapped >= before.chunks_mapped + (n / 4) as u64, "{mid:?}");
             for p in blocks {
                 A.dealloc(p, l);
             }
         }
+        // The thread keeps a few freed medium blocks for reuse, no more.
+        let cached = arena_of(&stats()).medium_units;
+        assert!(cached > 0 && cached <= heap::MEDIUM_CACHE_UNITS as usize, "{cached} units kept");
+        flush_thread_cache();
         let after = stats();
-        let arena = after
-            .arenas
-            .iter()
-            .find(|a| a.policy == Policy::Local && a.home == home)
-            .expect("the arena of this test's policy");
-        assert!(arena.chunks <= arena::KEEP_EMPTY, "an arena keeps at most KEEP_EMPTY empty chunks: {arena:?}");
-        assert_eq!(arena.medium_units, 0);
-        assert!(after.chunks_unmapped >= before.chunks_unmapped + 12, "{after:?}");
+        let a = arena_of(&after);
+        assert_eq!(a.medium_units, 0);
+        assert_eq!(a.chunks, a.empty_chunks, "{a:?}");
+        assert!(a.empty_chunks - a.retained_chunks <= HOT_EMPTY_CHUNKS, "{a:?}");
+        assert!(after.retained_chunks() <= RETAINED_CHUNKS_MAX, "{after:?}");
+        // Whatever the other tests retain, at least n/4 - hot - budget chunks went back.
+        let gone = after.chunks_unmapped - before.chunks_unmapped;
+        assert!(gone >= (n / 4 - HOT_EMPTY_CHUNKS - RETAINED_CHUNKS_MAX) as u64, "{gone} unmapped: {after:?}");
+
+        // Retained chunks still empty after the delay get their pages advised
+        // at a later use of the arena's lock.
+        let key = key::Key::new(&Policy::Local, home.unwrap_or(0));
+        let arena = arena::arena_for(&key);
+        let (retained, _) = arena::retained_and_advised(arena);
+        std::thread::sleep(std::time::Duration::from_millis(arena::ADVISE_DELAY_MS + 50));
+        for _ in 0..1000 {
+            // SAFETY: valid layout; freed with it. The flush sends the block
+            // back through the arena lock.
+            unsafe { A.dealloc(A.alloc(l), l) };
+            flush_thread_cache();
+        }
+        let (still, advised) = arena::retained_and_advised(arena);
+        assert!(retained > 0, "this test retained chunks");
+        assert_eq!(advised, still, "every retained chunk is advised after the delay");
     })
     .join()
     .unwrap();
