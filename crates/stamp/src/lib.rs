@@ -17,6 +17,7 @@ pub mod intruder;
 pub mod kmeans;
 pub mod labyrinth;
 pub mod phases;
+pub mod plain;
 pub mod vacation;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};

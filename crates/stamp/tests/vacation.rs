@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 use skelaff_stamp::app::main_for;
-use skelaff_stamp::vacation::{Snapshot, Vacation, VacationArgs, sequential_tables};
+use skelaff_stamp::vacation::{SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables};
 use skelaff_stamp::{App, AppError, CommonArgs};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -80,6 +80,25 @@ fn sequential_mode_and_batches_pass_and_agree() {
     assert_eq!(digest(&o), format!("{:016x}", sequential_tables(&args, 0).unwrap().digest()));
     let two = Vacation::run(&VacationArgs { clients: 2, ..batched }, &common).unwrap();
     assert!(two.passed(), "{:?}", two.check);
+}
+
+/// The STAMP-style sequential version runs the transactional manager's code
+/// without the STM; on the same requests in the same order it must end
+/// with exactly the tables of the `BTreeMap` version.
+#[test]
+fn stamp_sequential_tables_agree_with_the_std_ones() {
+    for args in [small(1), VacationArgs { transactions: 2000, ..VacationArgs::default() }] {
+        let common = CommonArgs { sequential: true, ..CommonArgs::default() };
+        let std_run = Vacation::run(&args, &common).unwrap();
+        let stamp_args = VacationArgs { sequential_tables: SequentialTables::Stamp, ..args.clone() };
+        let stamp_run = Vacation::run(&stamp_args, &common).unwrap();
+        assert!(stamp_run.passed(), "{:?}", stamp_run.check);
+        assert!(stamp_run.report.is_none());
+        assert_eq!(stamp_run.figures["sequential_tables"], "stamp");
+        assert_eq!(std_run.figures["sequential_tables"], "std");
+        assert_eq!(digest(&stamp_run), digest(&std_run), "same requests, same order, same tables");
+        assert_eq!(stamp_run.figures["reservations_held"], std_run.figures["reservations_held"]);
+    }
 }
 
 #[test]
@@ -160,4 +179,9 @@ fn bad_flags_are_errors_not_panics() {
     assert_eq!(code(&["vacation", "-c", "many"]), format!("{:?}", ExitCode::from(2)), "unparsable flag");
     assert_eq!(code(&["vacation", "--policy", "nearest"]), format!("{:?}", ExitCode::from(2)), "unknown policy");
     assert_eq!(code(&["vacation", "-q", "200"]), format!("{:?}", ExitCode::FAILURE), "value out of range");
+    assert_eq!(
+        code(&["vacation", "--sequential", "--sequential-tables", "hash"]),
+        format!("{:?}", ExitCode::from(2)),
+        "unknown sequential tables"
+    );
 }

@@ -41,6 +41,18 @@
 //! transaction met an impossible state. STAMP's own `checkTables` checks a
 //! subset of this.
 //!
+//! # Sequential versions
+//!
+//! `--sequential` runs the transactions on one thread without the STM, in
+//! the order one worker would take them. `--sequential-tables std` (the
+//! default) keeps the tables in the standard library's `BTreeMap`s: the
+//! fastest plain program, and the baseline the speed targets use.
+//! `--sequential-tables stamp` runs the transactional manager's own code
+//! (its red-black trees and customer lists) through the uninstrumented
+//! [`Plain`], which is what STAMP's sequential build measures: the
+//! difference to it is the STM's cost alone, the difference between the
+//! two sequential versions the cost of the transactional data structures.
+//!
 //! # Flags
 //!
 //! STAMP's letters and meanings; the defaults are STAMP's low-contention
@@ -63,6 +75,7 @@ pub use check::{Entry, Snapshot};
 pub use client::Kind;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::plain::Plain;
 use client::{Workload, initial_entries, populate};
 use manager::{Manager, TxTables};
 use seq::SeqManager;
@@ -110,6 +123,35 @@ pub struct VacationArgs {
     /// Seed of the tables and of the clients' requests.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The tables `--sequential` runs on: `std` (the standard library's
+    /// `BTreeMap`s) or `stamp` (the transactional code and its red-black
+    /// trees without the STM, as STAMP's sequential build).
+    #[arg(long, value_enum, default_value_t = SequentialTables::Std)]
+    pub sequential_tables: SequentialTables,
+}
+
+/// The data structures of the sequential version (`--sequential-tables`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SequentialTables {
+    /// The standard library's ordered maps (`BTreeMap`), one sorted `Vec`
+    /// per customer: the fastest plain program.
+    #[default]
+    Std,
+    /// The transactional manager's own code ([`TMap`](skelaff_stm::TMap)
+    /// red-black trees, [`TList`](skelaff_stm::TList) customer lists) run
+    /// through the uninstrumented [`Plain`]: STAMP's sequential build,
+    /// whose transactional barriers compile to plain loads and stores.
+    Stamp,
+}
+
+impl SequentialTables {
+    /// Its flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            SequentialTables::Std => "std",
+            SequentialTables::Stamp => "stamp",
+        }
+    }
 }
 
 impl Default for VacationArgs {
@@ -123,6 +165,7 @@ impl Default for VacationArgs {
             user: 98,
             batch: 1,
             seed: 0,
+            sequential_tables: SequentialTables::Std,
         }
     }
 }
@@ -238,8 +281,16 @@ impl App for Vacation {
     fn run(args: &VacationArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let workload = args.workload()?;
         let (snapshot, anomalies, time, report) = if common.sequential {
-            let (m, time) = run_sequential(args, &workload, common.shuffle);
-            (Ok(m.snapshot()), m.anomalies, time, None)
+            match args.sequential_tables {
+                SequentialTables::Std => {
+                    let (m, time) = run_sequential(args, &workload, common.shuffle);
+                    (Ok(m.snapshot()), m.anomalies, time, None)
+                }
+                SequentialTables::Stamp => {
+                    let (m, anomalies, time) = run_sequential_stamp(args, &workload, common.shuffle);
+                    (m.snapshot(), anomalies, time, None)
+                }
+            }
         } else {
             let shared = Shared { manager: Manager::default(), anomalies: AtomicU64::new(0) };
             for chunk in initial_entries(args.seed, args.relations).chunks(POPULATE_CHUNK) {
@@ -272,6 +323,7 @@ fn outcome(
 ) -> Outcome {
     let mut figures = Map::new();
     figures.insert("clients".into(), json!(args.clients));
+    figures.insert("sequential_tables".into(), json!(args.sequential_tables.name()));
     figures.insert("transactions".into(), json!(args.transactions));
     figures.insert("relations".into(), json!(args.relations));
     figures.insert("query_range".into(), json!(w.query_range));
@@ -325,14 +377,20 @@ pub fn sequential_tables(args: &VacationArgs, shuffle: u64) -> Result<Snapshot, 
     Ok(run_sequential(args, &args.workload()?, shuffle).0.snapshot())
 }
 
-/// The sequential version: builds the tables, then runs every transaction
-/// in the order the skeleton's `shuffle` would give one worker; returns
-/// the manager and the time of the transactions.
-fn run_sequential(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (SeqManager, Duration) {
+/// The units in the order the skeleton's `shuffle` would give one worker.
+fn sequential_order(args: &VacationArgs, shuffle: u64) -> Vec<u32> {
     let mut units = args.units();
     if shuffle != 0 {
         fastrand::Rng::with_seed(shuffle).shuffle(&mut units);
     }
+    units
+}
+
+/// The sequential version: builds the tables, then runs every transaction
+/// in the order the skeleton's `shuffle` would give one worker; returns
+/// the manager and the time of the transactions.
+fn run_sequential(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (SeqManager, Duration) {
+    let units = sequential_order(args, shuffle);
     let mut m = SeqManager::default();
     let _ = populate(&mut m, &initial_entries(args.seed, args.relations));
     let start = Instant::now();
@@ -342,4 +400,33 @@ fn run_sequential(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (Se
         }
     }
     (m, start.elapsed())
+}
+
+/// The STAMP-style sequential version (`--sequential-tables stamp`): the
+/// transactional manager's code, tables built and transactions run in the
+/// same order as [`run_sequential`], through [`Plain`] instead of the STM.
+/// Returns the manager, the impossible states met and the time of the
+/// transactions.
+fn run_sequential_stamp(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (Manager, u64, Duration) {
+    let units = sequential_order(args, shuffle);
+    let m = Manager::default();
+    let mut anomalies = 0;
+    // SAFETY: `m` is this thread's alone until the handle is dropped below.
+    let mut tx = unsafe { Plain::new() };
+    // `Plain` never fails: no conflicts, and the client never retries.
+    let _ = populate(
+        &mut TxTables { tx: &mut tx, m: &m, anomalies: &mut anomalies },
+        &initial_entries(args.seed, args.relations),
+    );
+    tx.end();
+    let start = Instant::now();
+    for &first in &units {
+        for i in first..first.saturating_add(args.batch).min(args.transactions) {
+            let _ = workload.run(&mut TxTables { tx: &mut tx, m: &m, anomalies: &mut anomalies }, i);
+            tx.end();
+        }
+    }
+    let time = start.elapsed();
+    drop(tx);
+    (m, anomalies, time)
 }
