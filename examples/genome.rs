@@ -10,6 +10,11 @@
 //! Exits with status 1 when the reconstructed sequence differs from the
 //! gene, 2 on bad flags.
 
+/// The applications' allocations follow each worker's page policy (SkelAff
+/// switches it from cyclic to bind during the run).
+#[global_allocator]
+static ALLOC: skelaff::numa::alloc::NumaAlloc = skelaff::numa::alloc::NumaAlloc::new();
+
 fn main() -> std::process::ExitCode {
     skelaff::stamp::app::main_for::<skelaff::stamp::genome::Genome>(std::env::args())
 }

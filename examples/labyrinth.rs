@@ -17,6 +17,11 @@
 //! generated mazes, `--policy`, `--distribution`, `--helpers` (see
 //! `--help`).
 
+/// The applications' allocations follow each worker's page policy (SkelAff
+/// switches it from cyclic to bind during the run).
+#[global_allocator]
+static ALLOC: skelaff::numa::alloc::NumaAlloc = skelaff::numa::alloc::NumaAlloc::new();
+
 fn main() -> std::process::ExitCode {
     skelaff::stamp::app::main_for::<skelaff::stamp::labyrinth::Labyrinth>(std::env::args())
 }

@@ -1,9 +1,15 @@
-//! The `skelaff` command line: inspect the machine, and (as the workspace
-//! grows) run the applications and experiments.
+//! The `skelaff` command line: inspect the machine, run the STAMP
+//! applications and the paper's experiment.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use skelaff::numa::alloc::NumaAlloc;
+
+/// Every allocation follows the calling thread's page policy, so SkelAff's
+/// cyclic-then-bind switch places the applications' data (paper §4.1).
+#[global_allocator]
+static ALLOC: NumaAlloc = NumaAlloc::new();
 
 mod experiment;
 mod inspect;
