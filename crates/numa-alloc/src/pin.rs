@@ -65,6 +65,58 @@ pub fn pin_to_node(node: usize) -> Result<()> {
     pin_to_cpus(&cpus)
 }
 
+/// Pins the calling thread to `cpu` until the returned guard drops, which
+/// puts back the CPU mask the thread had before.
+///
+/// Threads inherit their creator's CPU mask, so a thread spawned while the
+/// guard lives is born on `cpu`. A thread that pins itself only once it runs
+/// may first be queued behind a busy thread on another CPU and wait there a
+/// whole time slice (milliseconds) before it can move: spawning under this
+/// guard is how the worklist starts its pinned workers and helpers.
+///
+/// # Errors
+///
+/// As [`pin_to_cpu`], or [`Error::Sys`] if the current mask cannot be read.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{pin, Topology};
+///
+/// let cpu = Topology::get()?.allowed_cpus().first().unwrap();
+/// let before = skelaff_numa_alloc::topology::thread_affinity()?;
+/// let child = {
+///     let _on = pin::pinned_while(cpu)?;
+///     std::thread::spawn(skelaff_numa_alloc::topology::thread_affinity)
+/// };
+/// // The child was born with the mask {cpu}; this thread has its own back.
+/// assert_eq!(child.join().unwrap()?.iter().collect::<Vec<_>>(), vec![cpu]);
+/// assert_eq!(skelaff_numa_alloc::topology::thread_affinity()?, before);
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn pinned_while(cpu: usize) -> Result<AffinityGuard> {
+    let before = crate::topology::thread_affinity()?;
+    pin_to_cpu(cpu)?;
+    Ok(AffinityGuard { before })
+}
+
+/// Puts back the calling thread's previous CPU mask when dropped (see
+/// [`pinned_while`]). Drop it on the thread that created it.
+#[derive(Debug)]
+#[must_use = "the previous CPU mask comes back when the guard drops"]
+pub struct AffinityGuard {
+    before: CpuSet,
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        // The mask was the thread's own a moment ago, so the kernel accepts
+        // it unless CPUs went offline meanwhile; the thread then keeps the
+        // single CPU, which is still a valid place to run.
+        let _ = sys::sched_setaffinity(self.before.as_words());
+    }
+}
+
 /// The CPU the calling thread is running on now.
 ///
 /// # Errors
@@ -280,6 +332,26 @@ mod tests {
     use super::*;
     use crate::topology::SyntheticSpec;
     use proptest::prelude::*;
+
+    #[test]
+    fn pinned_while_refuses_a_missing_cpu_and_keeps_the_mask() {
+        let before = crate::topology::thread_affinity().unwrap();
+        let err = pinned_while(100_000).unwrap_err();
+        assert!(matches!(err, Error::CpuNotAllowed { .. }), "{err}");
+        assert_eq!(crate::topology::thread_affinity().unwrap(), before);
+    }
+
+    #[test]
+    fn pinned_while_pins_then_restores() {
+        let before = crate::topology::thread_affinity().unwrap();
+        let cpu = before.iter().last().unwrap();
+        {
+            let _g = pinned_while(cpu).unwrap();
+            assert_eq!(crate::topology::thread_affinity().unwrap(), CpuSet::single(cpu));
+            assert_eq!(current_cpu().unwrap(), cpu);
+        }
+        assert_eq!(crate::topology::thread_affinity().unwrap(), before);
+    }
 
     fn topo(nodes: usize, caches: usize, cores: usize, pus: usize) -> Topology {
         Topology::synthetic(SyntheticSpec {

@@ -31,7 +31,8 @@ pub const LOCK_TABLE_SIZE: usize = 1 << LOCK_TABLE_BITS;
 pub const MAX_THREADS: usize = MAX_OWNER as usize;
 
 /// The engine every transaction of the process runs on: 8 MiB of locks in
-/// `.bss`, paged in as stripes are touched.
+/// `.bss`, paged in when the first transaction registers its thread (see
+/// `prefault_lock_table`).
 pub(crate) static ENGINE: Engine<LOCK_TABLE_SIZE> = Engine::new();
 
 /// A slot's start value when no transaction (or pin) is running there.
@@ -59,22 +60,50 @@ struct Registry {
     orphans: Mutex<Vec<Retired>>,
 }
 
+/// Writes once to every page of the lock table, so that it is backed by
+/// real pages before transactions run.
+///
+/// The table sits in `.bss`: until a page is written, reads map the shared
+/// zero page, and the first commit that locks a stripe there takes a
+/// write-protect fault which, in a process with threads on other CPUs,
+/// flushes their TLBs by interprocessor interrupt. Inside a short parallel
+/// run those faults cost more than the transactions (seen on vacation: the
+/// commit path spent half its time in the fault handler's TLB shootdown).
+/// Paying for them once, here, on one thread, costs a few milliseconds per
+/// process.
+fn prefault_lock_table() {
+    const PAGE_WORDS: usize = 4096 / core::mem::size_of::<AtomicU64>();
+    for i in (0..LOCK_TABLE_SIZE).step_by(PAGE_WORDS) {
+        let lock = ENGINE.lock(i);
+        let w = lock.load(Ordering::Relaxed);
+        // A compare-exchange of a word with itself changes nothing, and
+        // fails harmlessly if a transaction changed the word meanwhile;
+        // either way the processor writes the line, so the page is
+        // faulted in writable. (An idempotent `fetch_add(0)` may compile
+        // to a plain load.)
+        let _ = lock.compare_exchange(w, w, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| Registry {
-        slots: (0..MAX_THREADS)
-            .map(|_| {
-                CachePadded::new(Slot {
-                    tx_start: AtomicU64::new(INACTIVE),
-                    pin_start: AtomicU64::new(INACTIVE),
-                    stats: AtomicStats::default(),
+    REGISTRY.get_or_init(|| {
+        prefault_lock_table();
+        Registry {
+            slots: (0..MAX_THREADS)
+                .map(|_| {
+                    CachePadded::new(Slot {
+                        tx_start: AtomicU64::new(INACTIVE),
+                        pin_start: AtomicU64::new(INACTIVE),
+                        stats: AtomicStats::default(),
+                    })
                 })
-            })
-            .collect(),
-        hwm: AtomicUsize::new(0),
-        free: Mutex::new(Vec::new()),
-        retired_stats: Mutex::new(Stats::default()),
-        orphans: Mutex::new(Vec::new()),
+                .collect(),
+            hwm: AtomicUsize::new(0),
+            free: Mutex::new(Vec::new()),
+            retired_stats: Mutex::new(Stats::default()),
+            orphans: Mutex::new(Vec::new()),
+        }
     })
 }
 

@@ -112,6 +112,15 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
+    /// The OS refused to start a worker thread (thread or memory limits);
+    /// the workers already started were stopped.
+    #[error("worker {worker}'s thread could not start: {source}; the run was stopped")]
+    Spawn {
+        /// The worker whose thread did not start.
+        worker: usize,
+        /// What the OS said.
+        source: std::io::Error,
+    },
 }
 
 /// How to run a worklist; made by [`Worklist::builder`].
@@ -273,7 +282,8 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
     ///
     /// [`Error::Numa`] if the topology cannot be read or a thread cannot be
     /// pinned or given its policy; [`Error::Panicked`] if user code panicked
-    /// (every worker is stopped and joined first; remaining units are dropped).
+    /// (every worker is stopped and joined first; remaining units are dropped);
+    /// [`Error::Spawn`] if the OS refuses a worker thread (likewise).
     pub fn run(&mut self) -> Result<RunReport, Error> {
         self.run_inner(&NoAssist)
     }
@@ -377,7 +387,7 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         let links: Vec<A::Link> = infos.iter().zip(&places).map(|(i, p)| assist.link(i, *p)).collect();
 
         let start = Instant::now();
-        let results: Vec<Option<WorkerReport>> = std::thread::scope(|scope| {
+        let (results, refused): (Vec<Option<WorkerReport>>, _) = std::thread::scope(|scope| {
             // Workers first: a helper exists only for a worker that runs, so
             // every helper is told to finish.
             let handles: Vec<_> = locals
@@ -387,23 +397,35 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     let state = &state;
                     let info = *info;
                     let assisted = place.is_some();
-                    scope.spawn(move || {
-                        // Tells the helper to stop on every way out, unwinding included.
-                        let _finish = Finish { assist, link };
-                        let r = catch_unwind(AssertUnwindSafe(|| worker(state, info, local, assist, link, assisted)));
-                        match r {
-                            Ok(Ok(report)) => Some(report),
-                            Ok(Err(e)) => {
-                                state.panic.lock().get_or_insert((Some(info.index), e.to_string()));
-                                state.signal.stop();
-                                None
+                    // Born on its CPU (see `pin::pinned_while`); if that
+                    // fails, the worker's own pinning reports why.
+                    let _born_on = info.cpu.and_then(|c| pin::pinned_while(c).ok());
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("skelaff-worker-{}", info.index))
+                        .spawn_scoped(scope, move || {
+                            // Tells the helper to stop on every way out, unwinding included.
+                            let _finish = Finish { assist, link };
+                            let r =
+                                catch_unwind(AssertUnwindSafe(|| worker(state, info, local, assist, link, assisted)));
+                            match r {
+                                Ok(Ok(report)) => Some(report),
+                                Ok(Err(e)) => {
+                                    state.panic.lock().get_or_insert((Some(info.index), e.to_string()));
+                                    state.signal.stop();
+                                    None
+                                }
+                                Err(p) => {
+                                    state.panic.lock().get_or_insert((Some(info.index), panic_message(&*p)));
+                                    state.signal.stop();
+                                    None
+                                }
                             }
-                            Err(p) => {
-                                state.panic.lock().get_or_insert((Some(info.index), panic_message(&*p)));
-                                state.signal.stop();
-                                None
-                            }
-                        }
+                        });
+                    // The OS may refuse a thread (limits, memory): the run
+                    // stops and `run` returns the reason, as for a panic.
+                    spawned.map_err(|e| {
+                        state.signal.stop();
+                        (info.index, e)
                     })
                 })
                 .collect();
@@ -412,9 +434,14 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     .iter()
                     .zip(&links)
                     .zip(&places)
-                    .filter_map(|((info, link), place)| place.map(|p| (info, link, p)))
+                    .zip(&handles)
+                    // No helper for a worker whose thread did not start:
+                    // nobody would tell it to finish.
+                    .filter(|(_, h)| h.is_ok())
+                    .filter_map(|(((info, link), place), _)| place.map(|p| (info, link, p)))
                     .map(|(info, link, place)| {
                         let state = &state;
+                        let _born_on = place.cpu.and_then(|c| pin::pinned_while(c).ok());
                         let spawned = std::thread::Builder::new()
                             .name(format!("skelaff-helper-{}", info.index))
                             .spawn_scoped(scope, move || {
@@ -450,12 +477,25 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             } else {
                 Vec::new()
             };
-            let results = handles.into_iter().map(|h| h.join().unwrap_or(None)).collect();
+            let mut refused = None;
+            let results = handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or(None),
+                    Err(e) => {
+                        refused.get_or_insert(e);
+                        None
+                    }
+                })
+                .collect();
             for h in helpers.into_iter().flatten() {
                 let _ = h.join();
             }
-            results
+            (results, refused)
         });
+        if let Some((worker, source)) = refused {
+            return Err(Error::Spawn { worker, source });
+        }
         let wall = start.elapsed();
         if let Some((worker, message)) = state.panic.lock().take() {
             return Err(Error::Panicked { worker, message });

@@ -286,3 +286,46 @@ fn the_report_prints_and_serialises() {
     assert!(j["aborts_by_reason"]["validate_commit"].is_u64());
     assert!(j["decisions"].as_array().unwrap().len() >= 2);
 }
+
+/// Records, from inside each worker, its thread's name and CPU mask.
+struct WhereAmI;
+
+type Seen = parking_lot::Mutex<Vec<(usize, Option<usize>, Option<String>, skelaff_numa_alloc::CpuSet)>>;
+
+impl Skeleton for WhereAmI {
+    type Unit = u32;
+    type Shared = Seen;
+    type Local = ();
+
+    fn init_worker(&self, seen: &Seen, info: &WorkerInfo) {
+        let me = std::thread::current();
+        let mask = skelaff_numa_alloc::topology::thread_affinity().unwrap();
+        seen.lock().push((info.index, info.cpu, me.name().map(str::to_owned), mask));
+    }
+
+    fn process<X: TxOps>(&self, _: &mut X, _: &u32, _: &mut (), _: &Seen, _: &mut Ctx<u32>) -> Result<(), TxError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn workers_are_named_born_pinned_and_the_caller_keeps_its_mask() {
+    let before = skelaff_numa_alloc::topology::thread_affinity().unwrap();
+    for mapping in [ThreadMapping::Scatter, ThreadMapping::None] {
+        let seen = Seen::default();
+        let mut wl = Worklist::builder().threads(2).mapping(mapping).build(&WhereAmI, &seen).unwrap();
+        wl.add_work_units(0..16);
+        wl.run().unwrap();
+        let mut seen = seen.into_inner();
+        seen.sort_by_key(|s| s.0);
+        assert_eq!(seen.len(), 2);
+        for (index, cpu, name, mask) in seen {
+            assert_eq!(name.as_deref(), Some(format!("skelaff-worker-{index}").as_str()));
+            match cpu {
+                Some(c) => assert_eq!(mask, skelaff_numa_alloc::CpuSet::single(c), "worker {index} under {mapping}"),
+                None => assert_eq!(mask, before, "an unpinned worker keeps the process's mask"),
+            }
+        }
+        assert_eq!(skelaff_numa_alloc::topology::thread_affinity().unwrap(), before, "after {mapping}");
+    }
+}
