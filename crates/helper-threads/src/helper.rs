@@ -105,6 +105,11 @@ pub struct Link<U> {
     w: CachePadded<WorkerSide>,
     /// Handoffs the helper asked to sit out (written by the helper).
     off_for: AtomicU64,
+    /// Sequence number + 1 of the sampled unit the helper picked up last
+    /// (written by the helper; 0: none). The worker records its accesses
+    /// only for a unit the helper really shadows: a unit superseded in the
+    /// mailbox before the helper woke has no trace to compare with.
+    picked_sample: AtomicU64,
     counters: Mutex<Option<ThreadCounters>>,
     worker_counts: Mutex<Vec<(String, u64)>>,
     stats: Mutex<HelperStats>,
@@ -116,8 +121,6 @@ struct WorkerSide {
     skipped: AtomicU64,
     off_left: AtomicU64,
     wakes: AtomicU64,
-    /// Sequence number + 1 of the sampled unit handed last (0: none).
-    pending_sample: AtomicU64,
     /// Sequence number + 1 of the sampled unit running now (0: none).
     sampling: AtomicU64,
     /// Whether the last handoff gave the helper a unit.
@@ -162,7 +165,6 @@ impl<U> Link<U> {
                 skipped: AtomicU64::new(0),
                 off_left: AtomicU64::new(0),
                 wakes: AtomicU64::new(0),
-                pending_sample: AtomicU64::new(0),
                 sampling: AtomicU64::new(0),
                 handing: AtomicBool::new(false),
                 timing: probe.map(|probe| {
@@ -170,6 +172,7 @@ impl<U> Link<U> {
                 }),
             }),
             off_for: AtomicU64::new(0),
+            picked_sample: AtomicU64::new(0),
             counters: Mutex::new(None),
             worker_counts: Mutex::new(Vec::new()),
             stats: Mutex::new(HelperStats::default()),
@@ -245,13 +248,15 @@ where
     #[inline]
     fn handoff(&self, link: &Link<S::Unit>, next: Option<&S::Unit>) {
         let w = &link.w;
-        // The unit starting now was sampled when it was handed: record what
-        // the worker touches while it runs.
-        let pending = w.pending_sample.swap(0, Ordering::Relaxed);
-        if pending != 0 {
+        // The unit starting now is the one handed last time, if that
+        // handoff gave the helper a unit; if the helper picked it up as a
+        // sample, record what the worker touches while it runs.
+        let picked = link.picked_sample.swap(0, Ordering::Relaxed);
+        let starting = w.handing.load(Ordering::Relaxed).then(|| w.handed.load(Ordering::Relaxed).wrapping_sub(1));
+        if picked != 0 && starting == Some(picked - 1) {
             if let Some(t) = &self.config.adaptive {
                 if sampler::enable(1, t.sample_cap).is_ok() {
-                    w.sampling.store(pending, Ordering::Relaxed);
+                    w.sampling.store(picked, Ordering::Relaxed);
                 }
             }
         }
@@ -293,10 +298,7 @@ where
         w.handing.store(next.is_some(), Ordering::Relaxed);
         let seq = w.handed.load(Ordering::Relaxed);
         let sampled = match (&self.config.adaptive, next) {
-            (Some(t), Some(_)) if seq % u64::from(t.sample_every) == 0 => {
-                w.pending_sample.store(seq + 1, Ordering::Relaxed);
-                Some(seq)
-            }
+            (Some(t), Some(_)) if seq % u64::from(t.sample_every) == 0 => Some(seq),
             _ => None,
         };
         w.handed.store(seq + u64::from(next.is_some()), Ordering::Relaxed);
@@ -470,7 +472,10 @@ fn run_helper<S: Skeleton>(
             let fresh = std::mem::take(&mut m.fresh);
             if fresh {
                 current = m.next.take();
-                current_sample = m.sampled.take();
+                current_sample = m.sampled.take().filter(|_| current.is_some());
+                if let Some(seq) = current_sample {
+                    link.picked_sample.store(seq + 1, Ordering::Relaxed);
+                }
             }
             (fresh, m.worker_accesses.take())
         };
