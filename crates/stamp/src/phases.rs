@@ -118,16 +118,19 @@ fn add_worker(into: &mut WorkerReport, w: &WorkerReport) {
     into.idle += w.idle;
 }
 
-/// Discovers the machine's topology now (hwloc takes tens of
-/// milliseconds), so that the first timed skeleton run does not pay for
-/// it; the skeleton reads the cached result. STAMP likewise creates its
-/// threads before starting the clock.
+/// Does the one-time set-up of a process before the clock starts:
+/// discovers the machine's topology (hwloc takes tens of milliseconds; the
+/// skeleton reads the cached result) and starts the STM (pages in its lock
+/// table, a few milliseconds). Without it the first timed skeleton run pays
+/// for both. STAMP likewise creates its threads and calls `TM_STARTUP`
+/// before starting the clock.
 ///
 /// # Errors
 ///
 /// The skeleton's error if hwloc cannot discover the machine.
-pub fn discover_topology() -> Result<(), skelaff_worklist::Error> {
+pub fn prepare_before_timing() -> Result<(), skelaff_worklist::Error> {
     skelaff_numa_alloc::Topology::get()?;
+    skelaff_stm::startup();
     Ok(())
 }
 

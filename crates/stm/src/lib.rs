@@ -31,7 +31,7 @@ pub use config::{Config, ContentionManager};
 #[cfg(not(loom))]
 pub use runtime::{
     LOCK_TABLE_BITS, LOCK_TABLE_SIZE, MAX_THREADS, Pin, Tx, atomically, atomically_with, clock, in_transaction,
-    lock_addr, locked_stripes, pin, try_atomically, try_atomically_with,
+    lock_addr, locked_stripes, pin, startup, try_atomically, try_atomically_with,
 };
 #[cfg(not(loom))]
 pub use stats::Stats;

@@ -85,6 +85,25 @@ fn prefault_lock_table() {
     }
 }
 
+/// Prepares the STM for its first transaction: pages in the lock table
+/// (a few milliseconds, once per process; see the crate's README). Every
+/// transaction does this itself if needed; call it ahead, as STAMP's
+/// `TM_STARTUP`, to keep that one-time cost out of a timed region. Later
+/// calls return at once.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically, startup, TVar, TxOps};
+///
+/// startup(); // before the clock starts
+/// let v = TVar::new(1u64);
+/// assert_eq!(atomically(|tx| tx.update(&v, |x| x + 1)), 2);
+/// ```
+pub fn startup() {
+    let _ = registry();
+}
+
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {

@@ -196,6 +196,8 @@ impl Builder {
         if self.threads == 0 {
             return Err(Error::ZeroThreads);
         }
+        // The STM's one-time set-up belongs before `run`, not in it.
+        skelaff_stm::startup();
         Ok(Worklist { skeleton, shared, cfg: self, seeds: Vec::new() })
     }
 }

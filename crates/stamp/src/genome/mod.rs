@@ -227,7 +227,7 @@ impl App for Genome {
             let seq = sequence(&mut Plain::new(args.gene.min(input.segments.len())), &input.segments, s)?;
             (seq, start.elapsed(), None)
         } else {
-            crate::phases::discover_topology()?;
+            crate::phases::prepare_before_timing()?;
             let mut b = Transactional::new(common, args.threads, args.gene.min(input.segments.len()));
             let start = Instant::now();
             let seq = sequence(&mut b, &input.segments, s)?;

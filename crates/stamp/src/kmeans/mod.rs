@@ -421,7 +421,7 @@ impl App for Kmeans {
             let (c, t) = run_sequential(args, &points)?;
             (c, t, None, None)
         } else {
-            crate::phases::discover_topology()?;
+            crate::phases::prepare_before_timing()?;
             let mut a = Parallel::new(&points, common, args.threads, chunk);
             let start = Instant::now();
             let c = cluster(&points, args.min_clusters, args.max_clusters, args.threshold, &mut a)?;

@@ -300,7 +300,7 @@ impl App for Vacation {
                 });
             }
             let skel = Clients { workload, batch: args.batch, transactions: args.transactions };
-            crate::phases::discover_topology()?;
+            crate::phases::prepare_before_timing()?;
             let mut wl = common.builder(args.clients).build(&skel, &shared)?;
             wl.add_work_units(args.units());
             let start = Instant::now();
