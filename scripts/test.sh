@@ -1,11 +1,13 @@
 #!/bin/sh
-# Every test: formatting and lints, unit/property/integration/doc tests, and
+# Every test: formatting, lints and API docs, unit/property/integration/doc tests, and
 # the placement tests inside the emulated NUMA machines.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The API docs build without broken or redundant links.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace --quiet
 # The STM's loom model of its lock and commit protocol (own target directory:
 # loom changes every dependency's cfg).

@@ -5,7 +5,7 @@
 //! generator of its input, a sequential version, its [`Skeleton`] and the
 //! STAMP self-check. [`app::main_for`] is the `main` of the example binaries
 //! (`examples/vacation.rs`, …) and of `skelaff run APP`; every binary also
-//! takes the [`CommonArgs`](app::CommonArgs) flags (`--policy`,
+//! takes the [`CommonArgs`] flags (`--policy`,
 //! `--helpers`, `--distribution`, `--mapping`, `--shuffle`,
 //! `--sequential`, `--json`) and exits non-zero when its self-check fails.
 //!

@@ -10,7 +10,7 @@
 //!
 //! Keys are immutable in every node (keys are stored plainly and nodes are
 //! relinked, never rekeyed), so a search reads only the links
-//! transactionally; values that can change live in a [`TVar`](crate::TVar).
+//! transactionally; values that can change live in a [`TVar`].
 //! Nodes are allocated with [`TxOps::alloc`](crate::TxOps::alloc) and freed
 //! with [`TxOps::free`](crate::TxOps::free), so an aborted insert leaves no
 //! garbage and a removed node is reclaimed only when no transaction can
