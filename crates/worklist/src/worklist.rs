@@ -239,6 +239,14 @@ impl<S: Skeleton> fmt::Debug for Worklist<'_, S> {
     }
 }
 
+/// Why a worker did not start; the others were stopped.
+enum Refused {
+    /// The worker's CPU could not be taken (not allowed, or the kernel refused).
+    Pin(skelaff_numa_alloc::Error),
+    /// The OS refused the thread.
+    Thread(usize, std::io::Error),
+}
+
 /// What every worker reaches during a run.
 struct RunState<'a, S: Skeleton> {
     skeleton: &'a S,
@@ -399,9 +407,17 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     let state = &state;
                     let info = *info;
                     let assisted = place.is_some();
-                    // Born on its CPU (see `pin::pinned_while`); if that
-                    // fails, the worker's own pinning reports why.
-                    let _born_on = info.cpu.and_then(|c| pin::pinned_while(c).ok());
+                    // Pinned from birth: this thread takes the worker's CPU
+                    // while it creates the worker, which inherits the mask
+                    // (see `pin::pinned_while`). A worker that pinned itself
+                    // could wait a time slice queued on a busy CPU first.
+                    let born_on = match info.cpu.map(pin::pinned_while).transpose() {
+                        Ok(guard) => guard,
+                        Err(e) => {
+                            state.signal.stop();
+                            return Err(Refused::Pin(e));
+                        }
+                    };
                     let spawned = std::thread::Builder::new()
                         .name(format!("skelaff-worker-{}", info.index))
                         .spawn_scoped(scope, move || {
@@ -423,11 +439,12 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                                 }
                             }
                         });
+                    drop(born_on);
                     // The OS may refuse a thread (limits, memory): the run
                     // stops and `run` returns the reason, as for a panic.
                     spawned.map_err(|e| {
                         state.signal.stop();
-                        (info.index, e)
+                        Refused::Thread(info.index, e)
                     })
                 })
                 .collect();
@@ -495,8 +512,10 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             }
             (results, refused)
         });
-        if let Some((worker, source)) = refused {
-            return Err(Error::Spawn { worker, source });
+        match refused {
+            Some(Refused::Pin(e)) => return Err(Error::Numa(e)),
+            Some(Refused::Thread(worker, source)) => return Err(Error::Spawn { worker, source }),
+            None => {}
         }
         let wall = start.elapsed();
         if let Some((worker, message)) = state.panic.lock().take() {
@@ -661,9 +680,7 @@ fn worker<S: Skeleton, A: Assist<S>>(
     link: &A::Link,
     assisted: bool,
 ) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
-    if let Some(cpu) = info.cpu {
-        pin::pin_to_cpu(cpu)?;
-    }
+    // Already pinned: created under its CPU's mask (see `run_inner`).
     if let Some(p) = initial_policy(state.policy, &info, state.allowed_nodes, state.page_size) {
         placement::set_worker_policy(p)?;
     }
