@@ -55,25 +55,26 @@
 //!
 //! # Speed at two threads
 //!
-//! The time of a 2-thread run over the sequential time factors as
-//! `seq/2t = seq/1t × 1t/2t`. With two CPUs `1t/2t` is at most 2, so
-//! beating the sequential run by a factor `s` needs `seq/1t >= s/2`: the
-//! STM's one-thread run may cost at most `2/s` times the same transactions
+//! The time of a 2-thread run over the sequential time factors as `seq/2t =
+//! seq/1t × 1t/2t`. With two CPUs `1t/2t` is at most 2, so beating the
+//! sequential run by a factor `s` needs `seq/1t >= s/2`: the STM's
+//! one-thread run may cost at most `2/s` times the same transactions
 //! without barriers (1.25× for `s = 1.6`). Vacation is the hard case for
 //! that: a transaction is a handful of red-black tree searches, about 40
 //! stripes read and 4 written (the report's `mean_read_set` and
 //! `mean_write_set`), and little else, so the read barriers (a lock word
-//! loaded twice around the value, the stripe logged) come to nearly half
-//! of a transaction's time rather than a small fraction of it. Measured on a 2-CPU machine (median of 5,
-//! `scripts/stamp-ratios.py`, `-t65536 --helpers off`): one thread costs
-//! 1.8× the `Plain` run (2.1× the `BTreeMap` one) and 2 threads reach
-//! 1.5–1.75× one thread, so about as fast as the `Plain` run and 0.7–0.8×
-//! the `BTreeMap` one. At the default `-t4096` (2.5–3 ms of sequential
-//! work) there is also the start: a 2-unit run (`-t2 -c2 --helpers off`)
-//! takes 0.6–1.0 ms, mostly creating two threads and their first-use
-//! state in a fresh process, joining them, and their first misses. If
-//! the scaling seen from one to two threads held further, about four CPUs
-//! would reach 1.6× the sequential run; a 2-CPU machine cannot show it.
+//! loaded twice around the value, the stripe logged) come to nearly half of
+//! a transaction's time rather than a small fraction of it. Measured on a
+//! 2-CPU machine (median of 5, `scripts/stamp-ratios.py`, `-t65536
+//! --helpers off`): one thread costs 1.8× the `Plain` run (2.1× the
+//! `BTreeMap` one) and 2 threads reach 1.5–1.75× one thread, so about as
+//! fast as the `Plain` run and 0.7–0.8× the `BTreeMap` one. At the default
+//! `-t4096` (2.5–3 ms of sequential work) there is also the start: a 2-unit
+//! run (`-t2 -c2 --helpers off`) takes 0.6–1.0 ms, mostly creating two
+//! threads and their first-use state in a fresh process, joining them, and
+//! their first misses. If the scaling seen from one to two threads held
+//! further, about four CPUs would reach 1.6× the sequential run; a 2-CPU
+//! machine cannot show it.
 //!
 //! # Flags
 //!
