@@ -1,7 +1,7 @@
 //! The crate's error type.
 
 use crate::sets::{CpuSet, NodeSet};
-use crate::sys::SysError;
+pub use crate::sys::SysError;
 
 /// What went wrong, and what would have been allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,7 +6,7 @@
 //!
 //! # Node masks
 //!
-//! `mbind`, `set_mempolicy`, `get_mempolicy` and `move_pages` describe node
+//! `mbind` and `set_mempolicy` describe node
 //! sets as arrays of `u64` words. Their `maxnode` argument is one more than
 //! the number of bits the kernel reads: the kernel decrements it before use
 //! (`get_nodes` in `mm/mempolicy.c`). [`maxnode_for`] does that arithmetic in
@@ -18,47 +18,31 @@ use core::ptr::{self, NonNull};
 
 /// `MPOL_DEFAULT`: the thread's (or the system's) default policy; pages go
 /// to the node of the CPU that first touches them.
-pub const MPOL_DEFAULT: c_int = 0;
+pub(crate) const MPOL_DEFAULT: c_int = 0;
 /// `MPOL_PREFERRED`: allocate on one node, fall back to others when it is full.
-pub const MPOL_PREFERRED: c_int = 1;
+pub(crate) const MPOL_PREFERRED: c_int = 1;
 /// `MPOL_BIND`: allocate only on the given nodes.
-pub const MPOL_BIND: c_int = 2;
+pub(crate) const MPOL_BIND: c_int = 2;
 /// `MPOL_INTERLEAVE`: spread pages round-robin over the given nodes.
-pub const MPOL_INTERLEAVE: c_int = 3;
+pub(crate) const MPOL_INTERLEAVE: c_int = 3;
 /// `MPOL_LOCAL`: allocate on the node of the CPU that touches the page.
-pub const MPOL_LOCAL: c_int = 4;
-/// `MPOL_PREFERRED_MANY` (Linux 5.15): prefer a set of nodes.
-pub const MPOL_PREFERRED_MANY: c_int = 5;
-
-/// Mode flag: node numbers are absolute, not remapped when the cpuset changes.
-pub const MPOL_F_STATIC_NODES: c_int = 1 << 15;
-/// Mode flag: node numbers are relative to the allowed set.
-pub const MPOL_F_RELATIVE_NODES: c_int = 1 << 14;
-
-/// `get_mempolicy` flag: return the node id instead of the policy.
-pub const MPOL_F_NODE: c_int = 1;
-/// `get_mempolicy` flag: look up the policy of an address.
-pub const MPOL_F_ADDR: c_int = 1 << 1;
-/// `get_mempolicy` flag: return the nodes this thread may use.
-pub const MPOL_F_MEMS_ALLOWED: c_int = 1 << 2;
+pub(crate) const MPOL_LOCAL: c_int = 4;
 
 /// `mbind` flag: fail with `EIO` if existing pages do not follow the policy
 /// (with [`MPOL_MF_MOVE`]: if some could not be moved).
-pub const MPOL_MF_STRICT: c_uint = 1;
+pub(crate) const MPOL_MF_STRICT: c_uint = 1;
 /// `mbind`/`move_pages` flag: migrate pages used only by this process.
-pub const MPOL_MF_MOVE: c_uint = 1 << 1;
-/// `mbind`/`move_pages` flag: migrate all pages (needs `CAP_SYS_NICE`).
-pub const MPOL_MF_MOVE_ALL: c_uint = 1 << 2;
+pub(crate) const MPOL_MF_MOVE: c_uint = 1 << 1;
 
 /// `madvise` advice: no transparent huge pages for the range (an
 /// interleaved range must be dealt page by page, not 2 MiB at a time).
-pub const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
+pub(crate) const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
 /// `madvise` advice: the contents are no longer needed; the kernel may take
 /// the pages back when it needs memory (they then read as zero), and until
 /// then they stay mapped and writing them costs no page fault (Linux 4.5).
-pub const MADV_FREE: c_int = libc::MADV_FREE;
+pub(crate) const MADV_FREE: c_int = libc::MADV_FREE;
 /// `madvise` advice: populate (prefault) pages writable (Linux 5.14).
-pub const MADV_POPULATE_WRITE: c_int = 23;
+pub(crate) const MADV_POPULATE_WRITE: c_int = 23;
 
 /// A system call that failed: which one, and the `errno` it set.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -139,16 +123,16 @@ impl fmt::Display for SysError {
 impl std::error::Error for SysError {}
 
 /// The result of a wrapped system call.
-pub type SysResult<T> = Result<T, SysError>;
+pub(crate) type SysResult<T> = Result<T, SysError>;
 
 /// The `maxnode` argument for a mask of `words` 64-bit words: the kernel
 /// reads `maxnode - 1` bits, so this is one more than the number of bits.
-pub const fn maxnode_for(words: usize) -> c_ulong {
+pub(crate) const fn maxnode_for(words: usize) -> c_ulong {
     (words * 64 + 1) as c_ulong
 }
 
 /// The base page size.
-pub fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 { v as usize } else { 4096 }
@@ -158,7 +142,7 @@ pub fn page_size() -> usize {
 ///
 /// `extra_flags` are or-ed into `MAP_PRIVATE | MAP_ANONYMOUS` (e.g.
 /// `MAP_HUGETLB`, `MAP_NORESERVE`).
-pub fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> {
+pub(crate) fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> {
     // SAFETY: an anonymous mapping at a kernel-chosen address touches no
     // existing memory; the arguments are plain values.
     let p = unsafe {
@@ -183,7 +167,7 @@ pub fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> 
 ///
 /// - `[addr, addr + len)` must be a range this process mapped and still owns;
 /// - nothing may access that range afterwards.
-pub unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
+pub(crate) unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
     // SAFETY: the caller owns the mapping and will not use it again.
     let r = unsafe { libc::munmap(addr.as_ptr().cast(), len) };
     if r == 0 { Ok(()) } else { Err(SysError::last("munmap")) }
@@ -195,7 +179,7 @@ pub unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
 ///
 /// - `[addr, addr + old_len)` must be a mapping this process owns;
 /// - on success the old range must no longer be used (the mapping may move).
-pub unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysResult<NonNull<u8>> {
+pub(crate) unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysResult<NonNull<u8>> {
     // SAFETY: the caller owns the mapping; MAYMOVE lets the kernel choose.
     let p = unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
     if p == libc::MAP_FAILED {
@@ -212,7 +196,7 @@ pub unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysRe
 /// discards contents (`MADV_DONTNEED`, `MADV_FREE`) must only be given for
 /// memory whose contents the caller no longer needs and that no live
 /// reference points into.
-pub unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()> {
+pub(crate) unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()> {
     // SAFETY: forwarded to the caller's contract.
     let r = unsafe { libc::madvise(addr.cast(), len, advice) };
     if r == 0 { Ok(()) } else { Err(SysError::last("madvise")) }
@@ -225,7 +209,7 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()>
 ///
 /// This cannot break memory safety: the policy decides where pages live, and
 /// migration (`MPOL_MF_MOVE`) preserves their contents.
-pub fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uint) -> SysResult<()> {
+pub(crate) fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uint) -> SysResult<()> {
     let (mask, maxnode) = mask_args(nodes);
     // SAFETY: the kernel validates the range; the mask pointer is valid for
     // `nodes.len()` words, which is what `maxnode` covers.
@@ -244,32 +228,11 @@ pub fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uin
 }
 
 /// `set_mempolicy`: the calling thread's default policy for new pages.
-pub fn set_mempolicy(mode: c_int, nodes: &[u64]) -> SysResult<()> {
+pub(crate) fn set_mempolicy(mode: c_int, nodes: &[u64]) -> SysResult<()> {
     let (mask, maxnode) = mask_args(nodes);
     // SAFETY: the mask pointer is valid for `nodes.len()` words.
     let r = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as c_long, mask, maxnode) };
     if r == 0 { Ok(()) } else { Err(SysError::last("set_mempolicy")) }
-}
-
-/// `get_mempolicy`: returns the mode (or, with [`MPOL_F_NODE`], a node id)
-/// and fills `nodes` with the policy's node mask.
-pub fn get_mempolicy(nodes: &mut [u64], addr: *const u8, flags: c_int) -> SysResult<c_int> {
-    let mut mode: c_int = 0;
-    let (mask, maxnode) =
-        if nodes.is_empty() { (ptr::null_mut(), 0) } else { (nodes.as_mut_ptr(), maxnode_for(nodes.len())) };
-    // SAFETY: `mode` is a valid out-pointer; the mask is valid for
-    // `nodes.len()` words, as `maxnode` says.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_get_mempolicy,
-            &mut mode as *mut c_int,
-            mask,
-            maxnode,
-            addr as c_ulong,
-            flags as c_ulong,
-        )
-    };
-    if r == 0 { Ok(mode) } else { Err(SysError::last("get_mempolicy")) }
 }
 
 /// `move_pages` for the calling process.
@@ -282,7 +245,7 @@ pub fn get_mempolicy(nodes: &mut [u64], addr: *const u8, flags: c_int) -> SysRes
 /// Returns the number of pages that could not be moved (0 when querying).
 /// `pages`, `nodes` and `status` must have the same length; a mismatch is
 /// reported as `EINVAL` without calling the kernel.
-pub fn move_pages(
+pub(crate) fn move_pages(
     pages: &[*const u8],
     nodes: Option<&[c_int]>,
     status: &mut [c_int],
@@ -308,7 +271,7 @@ pub fn move_pages(
 }
 
 /// `sched_setaffinity` for the calling thread. `mask` is a CPU bitmask.
-pub fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
+pub(crate) fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
     // SAFETY: the mask is valid for `size_of_val(mask)` bytes; tid 0 is the calling thread.
     let r = unsafe {
         libc::syscall(libc::SYS_sched_setaffinity, 0 as c_long, core::mem::size_of_val(mask) as c_ulong, mask.as_ptr())
@@ -319,7 +282,7 @@ pub fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
 /// `sched_getaffinity` for the calling thread into `mask`. Fails with
 /// `EINVAL` when `mask` is smaller than the kernel's CPU mask; callers retry
 /// with a larger buffer.
-pub fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
+pub(crate) fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
     // SAFETY: the mask is valid for writes of `size_of_val(mask)` bytes.
     let r = unsafe {
         libc::syscall(
@@ -334,7 +297,7 @@ pub fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
 }
 
 /// `getcpu`: the CPU and NUMA node the calling thread runs on right now.
-pub fn getcpu() -> SysResult<(usize, usize)> {
+pub(crate) fn getcpu() -> SysResult<(usize, usize)> {
     let mut cpu: c_uint = 0;
     let mut node: c_uint = 0;
     // SAFETY: both out-pointers are valid; the third argument is unused.
@@ -349,10 +312,10 @@ pub fn getcpu() -> SysResult<(usize, usize)> {
 /// to hand a thread's cache back: unlike `std::thread_local!` destructors,
 /// registering it never allocates (glibc keeps the first 32 keys' values in
 /// the thread descriptor).
-pub type ThreadKey = libc::pthread_key_t;
+pub(crate) type ThreadKey = libc::pthread_key_t;
 
 /// `pthread_key_create` with a destructor.
-pub fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysResult<ThreadKey> {
+pub(crate) fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysResult<ThreadKey> {
     let mut key: ThreadKey = 0;
     // SAFETY: `key` is a valid out-pointer; the destructor has the C ABI
     // signature pthread expects.
@@ -364,7 +327,7 @@ pub fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysRe
 /// the calling thread; null disarms it. pthread never dereferences the
 /// value; it only hands it to the destructor.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
+pub(crate) fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
     // SAFETY: `key` came from `thread_key_create`; the value is an opaque
     // word that pthread only hands back to the destructor.
     let r = unsafe { libc::pthread_setspecific(key, value) };
@@ -374,7 +337,7 @@ pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
 /// `sched_getcpu`: the CPU the calling thread runs on, cheaply (glibc reads
 /// it from the thread's rseq area or the vDSO, without a system call).
 /// `None` if it fails.
-pub fn sched_getcpu() -> Option<usize> {
+pub(crate) fn sched_getcpu() -> Option<usize> {
     // SAFETY: no arguments, no preconditions.
     let r = unsafe { libc::sched_getcpu() };
     usize::try_from(r).ok()
@@ -382,7 +345,7 @@ pub fn sched_getcpu() -> Option<usize> {
 
 /// Milliseconds on the monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`,
 /// read from the vDSO without a system call); 0 if the clock cannot be read.
-pub fn monotonic_ms() -> u64 {
+pub(crate) fn monotonic_ms() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid out-pointer for one timespec.
     let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
