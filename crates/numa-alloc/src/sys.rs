@@ -323,6 +323,29 @@ pub(crate) fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -
     if r == 0 { Ok(key) } else { Err(SysError::new("pthread_key_create", r)) }
 }
 
+/// `pthread_key_delete`: frees a key no thread has stored a value under.
+pub(crate) fn thread_key_delete(key: ThreadKey) -> SysResult<()> {
+    // SAFETY: `key` came from `thread_key_create`; deleting it runs no
+    // destructor.
+    let r = unsafe { libc::pthread_key_delete(key) };
+    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_key_delete", r)) }
+}
+
+/// A fork handler: runs on the forking thread (`prepare`, `parent`) or on
+/// the child's only thread (`child`), with no argument.
+pub(crate) type ForkHandler = unsafe extern "C" fn();
+
+/// `pthread_atfork`: `prepare` runs in the forking thread just before
+/// `fork`, `parent` in it just after, `child` in the child's only thread.
+/// Handlers registered later run their `prepare` earlier and their
+/// `parent` and `child` later.
+pub(crate) fn atfork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> SysResult<()> {
+    // SAFETY: the three are `extern "C"` functions without arguments, as
+    // pthread expects, and live as long as the program.
+    let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_atfork", r)) }
+}
+
 /// `pthread_setspecific`: a non-null `value` arms the key's destructor for
 /// the calling thread; null disarms it. pthread never dereferences the
 /// value; it only hands it to the destructor.

@@ -120,6 +120,31 @@ fn ready_arenas() -> impl Iterator<Item = &'static Arena> {
     ARENAS[..n].iter().filter(|a| a.ready.load(Ordering::Acquire))
 }
 
+/// Takes the registration lock and every arena's lock for a `fork` (see
+/// `fork.rs`). With the registration lock held no arena can be added, so
+/// [`unlock_after_fork`] releases exactly these.
+pub(crate) fn lock_for_fork() {
+    REGISTER.lock_held();
+    for a in ready_arenas() {
+        a.inner.lock_held();
+    }
+}
+
+/// Releases what [`lock_for_fork`] took.
+///
+/// # Safety
+///
+/// The calling thread took them with [`lock_for_fork`] (in a child: the
+/// thread that forked did) and has not released them since.
+pub(crate) unsafe fn unlock_after_fork() {
+    for a in ready_arenas() {
+        // SAFETY: per the contract; taken by `lock_for_fork`, no guard.
+        unsafe { a.inner.unlock_held() };
+    }
+    // SAFETY: as above.
+    unsafe { REGISTER.unlock_held() };
+}
+
 /// The arena for `key`, registered on first use. Never allocates.
 pub(crate) fn arena_for(key: &Key) -> &'static Arena {
     if let Some(a) = ready_arenas().find(|a| a.key() == key) {

@@ -43,13 +43,13 @@
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::arena::{self, Arena};
 use super::chunk::{self, Block, OWNED, Span, UNIT_SIZE, span_of};
 use super::class::{CLASS_SIZE, MEDIUM_MAX, NCLASS};
-use super::key::Key;
-use super::lock::SpinLock;
+use super::fork;
+use super::key::{self, Key};
 use super::stats;
 use crate::policy::Policy;
 use crate::sys;
@@ -134,10 +134,6 @@ impl Heap {
 thread_local! {
     static HEAP: UnsafeCell<Heap> = const { UnsafeCell::new(Heap::NEW) };
 }
-
-/// The process-wide default policy, and an epoch bumped on every change.
-static DEFAULT: SpinLock<Policy> = SpinLock::new(Policy::FirstTouch);
-static DEFAULT_EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// Runs `f` on the calling thread's heap.
 ///
@@ -500,10 +496,11 @@ fn release_medium(h: &mut Heap) {
 #[inline]
 fn refresh(h: &mut Heap) {
     if h.state == FRESH {
+        fork::register();
         h.state = if arm_exit_hook() { CACHED } else { UNCACHED };
     }
     if !h.has_policy {
-        let epoch = DEFAULT_EPOCH.load(Ordering::Acquire);
+        let epoch = key::default_epoch();
         if epoch != h.default_epoch {
             release_all(h);
             h.default_epoch = epoch;
@@ -512,7 +509,7 @@ fn refresh(h: &mut Heap) {
     }
     if h.arena.is_null() {
         resolve(h);
-    } else if h.key.follows_thread_node() && thread_node() != h.key.node {
+    } else if h.key.follows_thread_node() && key::thread_node() != h.key.node {
         // The thread moved to another node: first-touch and local blocks
         // come from that node's arena from now on.
         release_all(h);
@@ -521,8 +518,8 @@ fn refresh(h: &mut Heap) {
 }
 
 fn resolve(h: &mut Heap) {
-    let policy = if h.has_policy { h.policy } else { *DEFAULT.lock() };
-    let node = thread_node();
+    let policy = if h.has_policy { h.policy } else { key::default_policy() };
+    let node = key::thread_node();
     h.key = Key::new(&policy, node);
     h.arena = arena::arena_for(&h.key);
 }
@@ -536,28 +533,6 @@ fn arena_for_new_span(h: &mut Heap) -> &'static Arena {
     // SAFETY: non-null `arena` pointers come from `arena::arena_for`, which
     // returns `&'static` arenas of the static table.
     unsafe { &*h.arena }
-}
-
-/// Node of each CPU, learnt from `getcpu` as threads run there (0 = not
-/// known yet, else node + 1).
-static CPU_NODE: [AtomicU16; crate::sets::MAX_CPUS] = [const { AtomicU16::new(0) }; crate::sets::MAX_CPUS];
-
-/// The node the calling thread runs on: `sched_getcpu` (no system call) and
-/// the CPU's node, asking the kernel the first time a CPU is seen.
-fn thread_node() -> usize {
-    let cpu = sys::sched_getcpu();
-    if let Some(known) = cpu.and_then(|c| CPU_NODE.get(c)) {
-        let v = known.load(Ordering::Relaxed);
-        if v != 0 {
-            return v as usize - 1;
-        }
-    }
-    let Ok((cpu, node)) = sys::getcpu() else { return 0 };
-    let node = node.min(crate::MAX_NODES - 1);
-    if let Some(slot) = CPU_NODE.get(cpu) {
-        slot.store(node as u16 + 1, Ordering::Relaxed);
-    }
-    node
 }
 
 /// A medium block of `units` units (`1..=MEDIUM_BINS`), and whether it is
@@ -630,22 +605,34 @@ pub(crate) fn current_placement() -> (&'static Arena, Key) {
 
 /// 0: not created; `usize::MAX`: creation failed; else key + 1.
 static EXIT_KEY: AtomicUsize = AtomicUsize::new(0);
-static EXIT_KEY_LOCK: SpinLock<()> = SpinLock::new(());
 
-fn arm_exit_hook() -> bool {
+/// The pthread key whose destructor hands a thread's cache back, created by
+/// the first thread that needs it. Threads that race to create it each make
+/// one; the first to publish wins and the others delete theirs (no lock, so
+/// there is nothing a `fork` could catch half-held).
+fn exit_key() -> Option<sys::ThreadKey> {
     let mut k = EXIT_KEY.load(Ordering::Acquire);
     if k == 0 {
-        let _g = EXIT_KEY_LOCK.lock();
-        k = EXIT_KEY.load(Ordering::Acquire);
-        if k == 0 {
-            k = match sys::thread_key_create(on_thread_exit) {
-                Ok(key) => key as usize + 1,
-                Err(_) => usize::MAX,
-            };
-            EXIT_KEY.store(k, Ordering::Release);
-        }
+        let mine = match sys::thread_key_create(on_thread_exit) {
+            Ok(key) => key as usize + 1,
+            Err(_) => usize::MAX,
+        };
+        k = match EXIT_KEY.compare_exchange(0, mine, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => mine,
+            Err(theirs) => {
+                if mine != usize::MAX {
+                    // No thread stored a value under it: nothing to run.
+                    let _ = sys::thread_key_delete((mine - 1) as sys::ThreadKey);
+                }
+                theirs
+            }
+        };
     }
-    let armed = k != usize::MAX && sys::thread_key_set((k - 1) as sys::ThreadKey, ptr::dangling::<c_void>()).is_ok();
+    (k != usize::MAX).then(|| (k - 1) as sys::ThreadKey)
+}
+
+fn arm_exit_hook() -> bool {
+    let armed = exit_key().is_some_and(|k| sys::thread_key_set(k, ptr::dangling::<c_void>()).is_ok());
     if !armed {
         stats::NO_THREAD_EXIT_HOOK.fetch_add(1, Ordering::Relaxed);
     }
@@ -679,25 +666,13 @@ pub(crate) fn set_thread_policy(policy: Option<Policy>) {
             None => h.has_policy = false,
         }
         h.arena = ptr::null();
-        h.default_epoch = DEFAULT_EPOCH.load(Ordering::Acquire);
+        h.default_epoch = key::default_epoch();
     })
 }
 
 /// The calling thread's own policy, if it set one.
 pub(crate) fn thread_policy() -> Option<Policy> {
     with_heap(|h| h.has_policy.then_some(h.policy))
-}
-
-/// Sets the process-wide default (already validated).
-pub(crate) fn set_default_policy(policy: Policy) {
-    let mut g = DEFAULT.lock();
-    *g = policy;
-    DEFAULT_EPOCH.fetch_add(1, Ordering::AcqRel);
-}
-
-/// The process-wide default.
-pub(crate) fn default_policy() -> Policy {
-    *DEFAULT.lock()
 }
 
 /// Hands the calling thread's cache back.

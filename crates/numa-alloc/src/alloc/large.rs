@@ -119,6 +119,22 @@ fn cache_put(h: *mut Header, len: usize, page: usize, out: &mut [(usize, usize);
     k
 }
 
+/// Takes the cache's lock for a `fork` (see `fork.rs`).
+pub(crate) fn lock_for_fork() {
+    CACHE.lock_held();
+}
+
+/// Releases what [`lock_for_fork`] took.
+///
+/// # Safety
+///
+/// The calling thread took it with [`lock_for_fork`] (in a child: the thread
+/// that forked did) and has not released it since.
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: per the contract; `lock_for_fork` leaves no guard.
+    unsafe { CACHE.unlock_held() };
+}
+
 /// Bytes the cache holds now.
 pub(crate) fn cached_bytes() -> usize {
     CACHE.lock().bytes

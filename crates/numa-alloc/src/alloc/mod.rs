@@ -3,6 +3,7 @@
 mod arena;
 mod chunk;
 mod class;
+mod fork;
 mod heap;
 mod key;
 mod large;
@@ -301,13 +302,15 @@ pub fn with_policy<R>(policy: Policy, f: impl FnOnce() -> R) -> Result<R> {
 /// ```
 pub fn set_default_policy(policy: Policy) -> Result<()> {
     validate(&policy)?;
-    heap::set_default_policy(policy);
+    fork::register();
+    key::set_default_policy(policy);
     Ok(())
 }
 
 /// The process-wide default policy (first-touch until set).
 pub fn default_policy() -> Policy {
-    heap::default_policy()
+    fork::register();
+    key::default_policy()
 }
 
 /// The policy the calling thread's next new chunk or large block follows
@@ -335,12 +338,14 @@ pub fn flush_thread_cache() {
 /// assert_eq!(s.fallbacks, 0);
 /// ```
 pub fn stats() -> AllocStats {
+    fork::register();
     stats::snapshot(arena::arena_stats())
 }
 
 /// The chunk holding `p`, if `p` is inside one of this allocator's chunks
 /// (small and medium blocks; large blocks have their own mappings).
 pub fn chunk_info(p: *const u8) -> Option<ChunkInfo> {
+    fork::register();
     arena::find_chunk(p)
 }
 
