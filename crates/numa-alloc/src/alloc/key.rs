@@ -10,7 +10,6 @@
 use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 use super::lock::SpinLock;
-use super::stats;
 use crate::policy::Policy;
 use crate::sets::{MAX_NODES, NodeSet};
 use crate::sys;
@@ -101,7 +100,9 @@ impl Key {
     }
 
     /// Binds the fresh mapping `[addr, addr + len)` (page-aligned, nothing
-    /// touched yet). Never allocates.
+    /// touched yet); returns how the kernel took it (the caller counts a
+    /// fallback or an interleaved cyclic mapping) and the mapping pieces a
+    /// cyclic binding holds. Never allocates.
     pub(crate) fn bind(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
         let call = |mode, nodes: &NodeSet| sys::mbind(addr, len, mode, nodes.as_words(), 0).is_ok();
         let ok = match self.kind {
@@ -118,7 +119,7 @@ impl Key {
             }
             Kind::Cyclic => return self.bind_cyclic(addr, len, rotation),
         };
-        if ok { (Binding::AsPolicy, 0) } else { (unbound(), 0) }
+        if ok { (Binding::AsPolicy, 0) } else { (Binding::Unbound, 0) }
     }
 
     fn bind_cyclic(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
@@ -126,17 +127,13 @@ impl Key {
         if !reserve_pieces(pieces) {
             no_huge_pages(addr, len);
             let ok = sys::mbind(addr, len, sys::MPOL_INTERLEAVE, self.nodes.as_words(), 0).is_ok();
-            if ok {
-                stats::CYCLIC_INTERLEAVED.fetch_add(1, Ordering::Relaxed);
-                return (Binding::Interleaved, 0);
-            }
-            return (unbound(), 0);
+            return (if ok { Binding::Interleaved } else { Binding::Unbound }, 0);
         }
         if !self.bind_blocks(addr, 0, len, rotation) {
             // Undo the part that was bound: the whole mapping goes unbound.
             let _ = sys::mbind(addr, len, sys::MPOL_DEFAULT, &[], 0);
             release_pieces(pieces as u32);
-            return (unbound(), 0);
+            return (Binding::Unbound, 0);
         }
         (Binding::AsPolicy, pieces as u32)
     }
@@ -170,12 +167,6 @@ fn no_huge_pages(addr: *mut u8, len: usize) {
 /// The set of one node, without the allocating error of `NodeSet::try_single`.
 pub(crate) fn single(node: usize) -> Option<NodeSet> {
     (node < MAX_NODES).then(|| NodeSet::single(node))
-}
-
-#[cold]
-fn unbound() -> Binding {
-    stats::FALLBACKS.fetch_add(1, Ordering::Relaxed);
-    Binding::Unbound
 }
 
 /// The process-wide default policy, followed by threads that set none.
