@@ -1,16 +1,19 @@
 //! Raw system calls: the only module of this crate that calls `libc`.
 //!
-//! Every wrapper returns a [`SysError`] naming the call and its `errno`.
-//! Nothing here allocates, takes a lock or panics, so the global allocator
-//! may use any of it.
+//! Every wrapper returns a [`SysError`] naming the call and its `errno`,
+//! through one of four checks that read a call's outcome the way its family
+//! reports it: [`checked`] (a negative result and `errno`: raw system calls
+//! and most of libc), [`checked_zero`] (the same, for calls whose success
+//! is 0), [`checked_pthread`] (the error number as the result) and
+//! [`checked_map`] (`MAP_FAILED` and `errno`). Nothing here allocates,
+//! takes a lock or panics, so the global allocator may use any of it.
 //!
 //! # Node masks
 //!
-//! `mbind` and `set_mempolicy` describe node
-//! sets as arrays of `u64` words. Their `maxnode` argument is one more than
-//! the number of bits the kernel reads: the kernel decrements it before use
-//! (`get_nodes` in `mm/mempolicy.c`). [`maxnode_for`] does that arithmetic in
-//! one place.
+//! `mbind` and `set_mempolicy` describe node sets as arrays of `u64` words.
+//! Their `maxnode` argument is one more than the number of bits the kernel
+//! reads: the kernel decrements it before use (`get_nodes` in
+//! `mm/mempolicy.c`). [`maxnode_for`] does that arithmetic in one place.
 
 use core::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 use core::fmt;
@@ -125,6 +128,44 @@ impl std::error::Error for SysError {}
 /// The result of a wrapped system call.
 pub(crate) type SysResult<T> = Result<T, SysError>;
 
+/// Runs `f`, a raw system call or a libc function that fails by returning
+/// a negative value and setting `errno`: its result, or the error naming
+/// `call` with that `errno` (read at once, before anything else can change
+/// it).
+#[inline]
+fn checked(call: &'static str, f: impl FnOnce() -> c_long) -> SysResult<c_long> {
+    let r = f();
+    if r >= 0 { Ok(r) } else { Err(SysError::last(call)) }
+}
+
+/// [`checked`] for calls that return 0 on success.
+#[inline]
+fn checked_zero(call: &'static str, f: impl FnOnce() -> c_long) -> SysResult<()> {
+    checked(call, f).map(|_| ())
+}
+
+/// Runs `f`, a pthread function: it returns 0 or the error number itself
+/// (and leaves `errno` alone).
+#[inline]
+fn checked_pthread(call: &'static str, f: impl FnOnce() -> c_int) -> SysResult<()> {
+    match f() {
+        0 => Ok(()),
+        errno => Err(SysError::new(call, errno)),
+    }
+}
+
+/// Runs `f`, `mmap` or `mremap`: the mapping, or the error naming `call`
+/// with `errno` when it returns `MAP_FAILED` (a null mapping, which the
+/// kernel never gives without `MAP_FIXED`, counts as `ENOMEM`).
+#[inline]
+fn checked_map(call: &'static str, f: impl FnOnce() -> *mut c_void) -> SysResult<NonNull<u8>> {
+    let p = f();
+    if p == libc::MAP_FAILED {
+        return Err(SysError::last(call));
+    }
+    NonNull::new(p.cast()).ok_or(SysError::new(call, libc::ENOMEM))
+}
+
 /// The `maxnode` argument for a mask of `words` 64-bit words: the kernel
 /// reads `maxnode - 1` bits, so this is one more than the number of bits.
 pub(crate) const fn maxnode_for(words: usize) -> c_ulong {
@@ -143,22 +184,20 @@ pub(crate) fn page_size() -> usize {
 /// `extra_flags` are or-ed into `MAP_PRIVATE | MAP_ANONYMOUS` (e.g.
 /// `MAP_HUGETLB`, `MAP_NORESERVE`).
 pub(crate) fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> {
-    // SAFETY: an anonymous mapping at a kernel-chosen address touches no
-    // existing memory; the arguments are plain values.
-    let p = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra_flags,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last("mmap"));
-    }
-    NonNull::new(p.cast()).ok_or(SysError::new("mmap", libc::ENOMEM))
+    checked_map("mmap", || {
+        // SAFETY: an anonymous mapping at a kernel-chosen address touches no
+        // existing memory; the arguments are plain values.
+        unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra_flags,
+                -1,
+                0,
+            )
+        }
+    })
 }
 
 /// `munmap`.
@@ -169,8 +208,7 @@ pub(crate) fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNul
 /// - nothing may access that range afterwards.
 pub(crate) unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
     // SAFETY: the caller owns the mapping and will not use it again.
-    let r = unsafe { libc::munmap(addr.as_ptr().cast(), len) };
-    if r == 0 { Ok(()) } else { Err(SysError::last("munmap")) }
+    checked_zero("munmap", || c_long::from(unsafe { libc::munmap(addr.as_ptr().cast(), len) }))
 }
 
 /// `mremap` with `MREMAP_MAYMOVE`: grow or shrink a private anonymous mapping.
@@ -181,11 +219,7 @@ pub(crate) unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
 /// - on success the old range must no longer be used (the mapping may move).
 pub(crate) unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysResult<NonNull<u8>> {
     // SAFETY: the caller owns the mapping; MAYMOVE lets the kernel choose.
-    let p = unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last("mremap"));
-    }
-    NonNull::new(p.cast()).ok_or(SysError::new("mremap", libc::ENOMEM))
+    checked_map("mremap", || unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) })
 }
 
 /// `madvise`.
@@ -198,8 +232,7 @@ pub(crate) unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -
 /// reference points into.
 pub(crate) unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()> {
     // SAFETY: forwarded to the caller's contract.
-    let r = unsafe { libc::madvise(addr.cast(), len, advice) };
-    if r == 0 { Ok(()) } else { Err(SysError::last("madvise")) }
+    checked_zero("madvise", || c_long::from(unsafe { libc::madvise(addr.cast(), len, advice) }))
 }
 
 /// `mbind`: set the memory policy of `[addr, addr + len)`.
@@ -211,28 +244,28 @@ pub(crate) unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysRes
 /// migration (`MPOL_MF_MOVE`) preserves their contents.
 pub(crate) fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uint) -> SysResult<()> {
     let (mask, maxnode) = mask_args(nodes);
-    // SAFETY: the kernel validates the range; the mask pointer is valid for
-    // `nodes.len()` words, which is what `maxnode` covers.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mbind,
-            addr as c_ulong,
-            len as c_ulong,
-            mode as c_ulong,
-            mask,
-            maxnode,
-            flags as c_ulong,
-        )
-    };
-    if r == 0 { Ok(()) } else { Err(SysError::last("mbind")) }
+    checked_zero("mbind", || {
+        // SAFETY: the kernel validates the range; the mask pointer is valid
+        // for `nodes.len()` words, which is what `maxnode` covers.
+        unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                addr as c_ulong,
+                len as c_ulong,
+                mode as c_ulong,
+                mask,
+                maxnode,
+                flags as c_ulong,
+            )
+        }
+    })
 }
 
 /// `set_mempolicy`: the calling thread's default policy for new pages.
 pub(crate) fn set_mempolicy(mode: c_int, nodes: &[u64]) -> SysResult<()> {
     let (mask, maxnode) = mask_args(nodes);
     // SAFETY: the mask pointer is valid for `nodes.len()` words.
-    let r = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as c_long, mask, maxnode) };
-    if r == 0 { Ok(()) } else { Err(SysError::last("set_mempolicy")) }
+    checked_zero("set_mempolicy", || unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as c_long, mask, maxnode) })
 }
 
 /// `move_pages` for the calling process.
@@ -255,56 +288,75 @@ pub(crate) fn move_pages(
         return Err(SysError::new("move_pages", libc::EINVAL));
     }
     let nodes_ptr = nodes.map_or(ptr::null(), |n| n.as_ptr());
-    // SAFETY: all three arrays hold `pages.len()` elements; pid 0 is this process.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0 as c_long,
-            pages.len() as c_ulong,
-            pages.as_ptr(),
-            nodes_ptr,
-            status.as_mut_ptr(),
-            flags as c_long,
-        )
-    };
-    if r < 0 { Err(SysError::last("move_pages")) } else { Ok(r as usize) }
+    let not_moved = checked("move_pages", || {
+        // SAFETY: all three arrays hold `pages.len()` elements; pid 0 is
+        // this process.
+        unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0 as c_long,
+                pages.len() as c_ulong,
+                pages.as_ptr(),
+                nodes_ptr,
+                status.as_mut_ptr(),
+                flags as c_long,
+            )
+        }
+    })?;
+    Ok(not_moved as usize)
 }
 
 /// `sched_setaffinity` for the calling thread. `mask` is a CPU bitmask.
 pub(crate) fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
-    // SAFETY: the mask is valid for `size_of_val(mask)` bytes; tid 0 is the calling thread.
-    let r = unsafe {
-        libc::syscall(libc::SYS_sched_setaffinity, 0 as c_long, core::mem::size_of_val(mask) as c_ulong, mask.as_ptr())
-    };
-    if r == 0 { Ok(()) } else { Err(SysError::last("sched_setaffinity")) }
+    checked_zero("sched_setaffinity", || {
+        // SAFETY: the mask is valid for `size_of_val(mask)` bytes; tid 0 is
+        // the calling thread.
+        unsafe {
+            libc::syscall(
+                libc::SYS_sched_setaffinity,
+                0 as c_long,
+                core::mem::size_of_val(mask) as c_ulong,
+                mask.as_ptr(),
+            )
+        }
+    })
 }
 
 /// `sched_getaffinity` for the calling thread into `mask`. Fails with
 /// `EINVAL` when `mask` is smaller than the kernel's CPU mask; callers retry
 /// with a larger buffer.
 pub(crate) fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
-    // SAFETY: the mask is valid for writes of `size_of_val(mask)` bytes.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getaffinity,
-            0 as c_long,
-            core::mem::size_of_val(mask) as c_ulong,
-            mask.as_mut_ptr(),
-        )
-    };
     // The raw syscall returns the number of bytes written.
-    if r >= 0 { Ok(()) } else { Err(SysError::last("sched_getaffinity")) }
+    checked("sched_getaffinity", || {
+        // SAFETY: the mask is valid for writes of `size_of_val(mask)` bytes.
+        unsafe {
+            libc::syscall(
+                libc::SYS_sched_getaffinity,
+                0 as c_long,
+                core::mem::size_of_val(mask) as c_ulong,
+                mask.as_mut_ptr(),
+            )
+        }
+    })
+    .map(|_| ())
 }
 
 /// `getcpu`: the CPU and NUMA node the calling thread runs on right now.
 pub(crate) fn getcpu() -> SysResult<(usize, usize)> {
     let mut cpu: c_uint = 0;
     let mut node: c_uint = 0;
-    // SAFETY: both out-pointers are valid; the third argument is unused.
-    let r = unsafe {
-        libc::syscall(libc::SYS_getcpu, &mut cpu as *mut c_uint, &mut node as *mut c_uint, ptr::null_mut::<c_void>())
-    };
-    if r == 0 { Ok((cpu as usize, node as usize)) } else { Err(SysError::last("getcpu")) }
+    checked_zero("getcpu", || {
+        // SAFETY: both out-pointers are valid; the third argument is unused.
+        unsafe {
+            libc::syscall(
+                libc::SYS_getcpu,
+                &mut cpu as *mut c_uint,
+                &mut node as *mut c_uint,
+                ptr::null_mut::<c_void>(),
+            )
+        }
+    })?;
+    Ok((cpu as usize, node as usize))
 }
 
 /// A thread-specific data key (`pthread_key_t`) whose destructor runs when a
@@ -319,16 +371,15 @@ pub(crate) fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -
     let mut key: ThreadKey = 0;
     // SAFETY: `key` is a valid out-pointer; the destructor has the C ABI
     // signature pthread expects.
-    let r = unsafe { libc::pthread_key_create(&mut key, Some(destructor)) };
-    if r == 0 { Ok(key) } else { Err(SysError::new("pthread_key_create", r)) }
+    checked_pthread("pthread_key_create", || unsafe { libc::pthread_key_create(&mut key, Some(destructor)) })?;
+    Ok(key)
 }
 
 /// `pthread_key_delete`: frees a key no thread has stored a value under.
 pub(crate) fn thread_key_delete(key: ThreadKey) -> SysResult<()> {
     // SAFETY: `key` came from `thread_key_create`; deleting it runs no
     // destructor.
-    let r = unsafe { libc::pthread_key_delete(key) };
-    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_key_delete", r)) }
+    checked_pthread("pthread_key_delete", || unsafe { libc::pthread_key_delete(key) })
 }
 
 /// A fork handler: runs on the forking thread (`prepare`, `parent`) or on
@@ -342,8 +393,7 @@ pub(crate) type ForkHandler = unsafe extern "C" fn();
 pub(crate) fn atfork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> SysResult<()> {
     // SAFETY: the three are `extern "C"` functions without arguments, as
     // pthread expects, and live as long as the program.
-    let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_atfork", r)) }
+    checked_pthread("pthread_atfork", || unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) })
 }
 
 /// `pthread_setspecific`: a non-null `value` arms the key's destructor for
@@ -353,8 +403,7 @@ pub(crate) fn atfork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandl
 pub(crate) fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
     // SAFETY: `key` came from `thread_key_create`; the value is an opaque
     // word that pthread only hands back to the destructor.
-    let r = unsafe { libc::pthread_setspecific(key, value) };
-    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_setspecific", r)) }
+    checked_pthread("pthread_setspecific", || unsafe { libc::pthread_setspecific(key, value) })
 }
 
 /// `sched_getcpu`: the CPU the calling thread runs on, cheaply (glibc reads
