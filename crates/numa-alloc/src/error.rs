@@ -1,5 +1,6 @@
 //! The crate's error type.
 
+pub use crate::sets::SetError;
 use crate::sets::{CpuSet, NodeSet};
 pub use crate::sys::SysError;
 
@@ -158,6 +159,13 @@ pub enum Error {
     /// A system call the kernel refused.
     #[error(transparent)]
     Sys(#[from] SysError),
+}
+
+/// A set's error is a parse error, with the same input and reason.
+impl From<SetError> for Error {
+    fn from(e: SetError) -> Self {
+        Error::Parse { input: e.input, reason: e.reason }
+    }
 }
 
 /// Result with this crate's [`Error`].

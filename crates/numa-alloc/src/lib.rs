@@ -11,7 +11,7 @@ mod sys;
 pub mod topology;
 
 pub use array::{NumaBox, NumaVec, Zeroable};
-pub use error::{Error, Result, SysError};
+pub use error::{Error, Result, SetError, SysError};
 pub use pin::{Mapping, Plan, Slot};
 pub use policy::{Apply, Policy};
 pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};
