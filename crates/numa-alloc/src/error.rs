@@ -145,6 +145,17 @@ pub enum Error {
         /// Pages asked to move.
         pages: usize,
     },
+    /// A name that is not one of those allowed (a thread mapping, a page
+    /// policy).
+    #[error("unknown {what} `{given}`; expected one of: {}", allowed.join(", "))]
+    UnknownName {
+        /// What the name names.
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names allowed.
+        allowed: &'static [&'static str],
+    },
     /// Text that does not parse.
     #[error("cannot parse `{input}`: {reason}")]
     Parse {
