@@ -267,7 +267,7 @@ pub struct TxState {
     writes: WriteSet,
     /// Indices of the locks taken by the commit in progress.
     locked: Vec<u32>,
-    /// This transaction's owner number (slot), 1..=MAX_OWNER.
+    /// This transaction's owner id, 1..=MAX_OWNER.
     owner: u64,
 }
 

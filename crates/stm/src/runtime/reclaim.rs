@@ -69,15 +69,18 @@ fn orphans() -> &'static Mutex<Vec<Retired>> {
 pub(crate) struct Garbage {
     /// Freed by committed transactions, not stamped yet.
     fresh: Vec<ErasedBox>,
-    /// Stamped, in no particular order.
+    /// Stamped, oldest first.
     stamped: Vec<Retired>,
+    /// An empty buffer that `collect` swaps with `stamped` (no allocation
+    /// per collection).
+    spare: Vec<Retired>,
     /// Collect when this many objects wait.
     next_collect: usize,
 }
 
 impl Default for Garbage {
     fn default() -> Self {
-        Garbage { fresh: Vec::new(), stamped: Vec::new(), next_collect: COLLECT_MIN }
+        Garbage { fresh: Vec::new(), stamped: Vec::new(), spare: Vec::new(), next_collect: COLLECT_MIN }
     }
 }
 
@@ -112,10 +115,11 @@ impl Garbage {
         let stamp = fenced_stamp();
         self.stamped.extend(self.fresh.drain(..).map(|obj| Retired { obj, stamp }));
         let min = registry().min_active();
-        let mut i = 0;
-        while i < self.stamped.len() {
-            if self.stamped[i].stamp < min {
-                let r = self.stamped.swap_remove(i);
+        // Oldest first, as they were freed: the allocator hands the most
+        // recently freed (cache-warm) memory out first.
+        core::mem::swap(&mut self.stamped, &mut self.spare);
+        for r in self.spare.drain(..) {
+            if r.stamp < min {
                 // SAFETY: `ErasedBox::destroy`'s list. The object came from
                 // `TxOps::alloc` or `TPtr::from_box` (`TxOps::free`'s
                 // contract), is retired once (`free`'s contract: not freed
@@ -126,7 +130,7 @@ impl Garbage {
                 // reach it, and later readers start after the unlink.
                 unsafe { r.obj.destroy() };
             } else {
-                i += 1;
+                self.stamped.push(r);
             }
         }
         self.next_collect = (self.stamped.len() * 2).max(COLLECT_MIN);
