@@ -9,7 +9,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The API docs build without broken or redundant links.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace --quiet
-# The STM's loom model of its lock and commit protocol (own target directory:
-# loom changes every dependency's cfg).
-RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --target-dir target/loom
+# The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
+# reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites
+# tests show each model fails without the fence after a reader's
+# announcement). Own target directory: loom changes every dependency's cfg.
+RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim --target-dir target/loom
 cargo xtask numa-vm

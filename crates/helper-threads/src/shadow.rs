@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use skelaff_stm::{Pin, StopReason, TPtr, TVar, TxError, TxOps, Word};
+use skelaff_stm::{EpochGuard, ErasedBox, StopReason, TPtr, TVar, TxError, TxOps, Word};
 
 use crate::error::ConfigError;
 use crate::log::{MAX_LOG_CAPACITY, WriteLog};
@@ -75,21 +75,6 @@ fn prefetch_line(addr: usize) {
     let _ = addr;
 }
 
-/// An object the shadow allocated: never published, freed when the shadow ends.
-struct Private {
-    ptr: *mut u8,
-    drop: unsafe fn(*mut u8),
-}
-
-/// # Safety
-///
-/// `p` came from `Box::<T>::into_raw` (through `TPtr::from_box`) and is
-/// not used again.
-unsafe fn drop_box<T>(p: *mut u8) {
-    // SAFETY: the caller's contract: a `Box<T>` leaked once, dropped once.
-    drop(unsafe { Box::from_raw(p.cast::<T>()) });
-}
-
 /// Why a shadow ended, with its figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ShadowEnd {
@@ -125,7 +110,7 @@ pub struct ShadowEnd {
 ///   and stops the shadow ([`StopReason::Cancelled`]) once it moves.
 ///
 /// Between [`begin`](ShadowTx::begin) and [`end`](ShadowTx::end) the
-/// thread holds an epoch pin of the STM, so every object the shadow reaches
+/// thread holds an epoch guard of the STM, so every object the shadow reaches
 /// through pointers read from shared memory stays alive even if a
 /// transaction frees it meanwhile: the same guarantee a real transaction
 /// gives its reads, which is what `unsafe { ptr.get() }` in user code
@@ -155,7 +140,8 @@ pub struct ShadowEnd {
 /// ```
 pub struct ShadowTx<'c> {
     log: WriteLog,
-    objects: Vec<Private>,
+    /// Objects the shadow allocated: never published, freed when it ends.
+    objects: Vec<ErasedBox>,
     lifespan: u64,
     budget: u64,
     cancel: Option<(&'c AtomicU64, u64)>,
@@ -166,7 +152,7 @@ pub struct ShadowTx<'c> {
     prefetch: Prefetch,
     trace: Vec<usize>,
     trace_cap: usize,
-    pin: Option<Pin>,
+    guard: Option<EpochGuard>,
 }
 
 impl fmt::Debug for ShadowTx<'_> {
@@ -234,7 +220,7 @@ impl<'c> ShadowTx<'c> {
             prefetch: cfg.prefetch,
             trace: Vec::new(),
             trace_cap: 0,
-            pin: None,
+            guard: None,
         })
     }
 
@@ -289,12 +275,12 @@ impl<'c> ShadowTx<'c> {
         &self.trace
     }
 
-    /// Starts a shadow: takes an epoch pin, fills the budget, and, with
+    /// Starts a shadow: takes an epoch guard, fills the budget, and, with
     /// `cancel = Some((word, seen))`, stops at the first operation that
     /// finds `word` different from `seen`.
     pub fn begin(&mut self, cancel: Option<(&'c AtomicU64, u64)>) {
         self.end_inner();
-        self.pin = Some(skelaff_stm::pin());
+        self.guard = Some(skelaff_stm::epoch_guard());
         self.budget = self.lifespan;
         self.cancel = cancel;
         self.stop = None;
@@ -305,7 +291,7 @@ impl<'c> ShadowTx<'c> {
     }
 
     /// Ends the shadow: frees its private objects, forgets its writes,
-    /// drops the pin, and says how it went. A shadow that ran to its end
+    /// drops the guard, and says how it went. A shadow that ran to its end
     /// by itself has `stop: None`.
     pub fn end(&mut self) -> ShadowEnd {
         let end = ShadowEnd {
@@ -322,15 +308,15 @@ impl<'c> ShadowTx<'c> {
 
     fn end_inner(&mut self) {
         for o in self.objects.drain(..) {
-            // SAFETY: `o.ptr` came from `TPtr::from_box` of a `T` in `alloc`,
-            // with `o.drop = drop_box::<T>`; it was never published (writes
-            // stay in this shadow's log, which no other thread reads), and
-            // it is dropped once, here. The shadow's user code has returned
-            // (end and begin take `&mut self`).
-            unsafe { (o.drop)(o.ptr) };
+            // SAFETY: `ErasedBox::destroy`'s list: `alloc` made the object
+            // with `TPtr::from_box` and recorded it here only, so it is
+            // dropped once, here; it was never published (writes stay in
+            // this shadow's log, which no other thread reads), and the
+            // shadow's user code has returned (end and begin take `&mut self`).
+            unsafe { o.destroy() };
         }
         self.log.clear();
-        self.pin = None;
+        self.guard = None;
     }
 
     /// Why the running shadow stopped, if it did.
@@ -432,7 +418,7 @@ impl TxOps for ShadowTx<'_> {
             return Err(self.stopped(StopReason::WriteLogFull));
         }
         let p = TPtr::from_box(Box::new(value));
-        self.objects.push(Private { ptr: p.as_ptr().cast(), drop: drop_box::<T> });
+        self.objects.push(ErasedBox::new(p));
         Ok(p)
     }
 

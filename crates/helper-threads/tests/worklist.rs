@@ -350,7 +350,7 @@ fn tuning_measures_coverage_and_switches_a_useless_helper_off() {
 
 /// Units that remove and re-insert keys of a shared tree: workers free
 /// nodes while shadows walk the same tree through pointers they read with
-/// plain loads (the epoch pin keeps those nodes alive).
+/// plain loads (the epoch guard keeps those nodes alive).
 struct Churn {
     map: TMap<u64, u64>,
     /// Shadows started (the worker waits for them a little, so that a

@@ -9,26 +9,9 @@
 //! the difference to a sequential version over the standard library's
 //! collections is what the transactional data structures cost.
 
-use skelaff_stm::{StopReason, TPtr, TVar, TxError, TxOps, Word};
+use skelaff_stm::{ErasedBox, StopReason, TPtr, TVar, TxError, TxOps, Word};
 
 use std::sync::atomic::Ordering;
-
-/// An object freed by the running transaction, dropped when it ends.
-struct Freed {
-    ptr: *mut (),
-    drop: unsafe fn(*mut ()),
-}
-
-/// Drops the `Box<T>` behind `p`.
-///
-/// # Safety
-///
-/// `p` is the pointer of a `TPtr<T>` made from a `Box<T>`, and nothing uses
-/// or frees it afterwards.
-unsafe fn drop_box<T>(p: *mut ()) {
-    // SAFETY: the caller guarantees `p` is an unaliased `Box<T>` pointer.
-    drop(unsafe { Box::from_raw(p.cast::<T>()) });
-}
 
 /// A [`TxOps`] without synchronization or logging: `read` is one load,
 /// `write` one store, `alloc` a `Box`; objects freed in a transaction are
@@ -53,7 +36,8 @@ unsafe fn drop_box<T>(p: *mut ()) {
 /// # Ok::<(), skelaff_stm::TxError>(())
 /// ```
 pub struct Plain {
-    frees: Vec<Freed>,
+    /// Objects freed by the running transaction, dropped when it ends.
+    frees: Vec<ErasedBox>,
 }
 
 impl std::fmt::Debug for Plain {
@@ -79,10 +63,11 @@ impl Plain {
     /// Ends a transaction: drops the objects it freed.
     pub fn end(&mut self) {
         for f in self.frees.drain(..) {
-            // SAFETY: `free`'s contract: the object came from a `Box` (via
-            // `alloc` or `TPtr::from_box`), the transaction unlinked it, and
-            // it is freed once; `new`'s contract: no other thread can reach it.
-            unsafe { (f.drop)(f.ptr) };
+            // SAFETY: `ErasedBox::destroy`'s list, from `free`'s contract:
+            // the object came from a `Box` (via `alloc` or `TPtr::from_box`),
+            // the transaction unlinked it, and it is freed once; from `new`'s
+            // contract: no other thread can reach it.
+            unsafe { f.destroy() };
         }
     }
 }
@@ -112,7 +97,7 @@ impl TxOps for Plain {
 
     #[inline]
     unsafe fn free<T: Send + Sync + 'static>(&mut self, ptr: TPtr<T>) -> Result<(), TxError> {
-        self.frees.push(Freed { ptr: ptr.as_ptr().cast(), drop: drop_box::<T> });
+        self.frees.push(ErasedBox::new(ptr));
         Ok(())
     }
 

@@ -1,11 +1,33 @@
-//! Transaction configuration: the contention manager.
+//! Transaction configuration: the contention manager, and its names.
 
 use core::str::FromStr;
+
+use strum::VariantNames;
 
 use crate::error::ConfigError;
 
 /// What a transaction does after a conflict, before it runs again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Named `suicide` and `backoff` on command lines: `FromStr` reads those
+/// names (`backoff` with the default windows, [`ContentionManager::BACKOFF`])
+/// and `Display` writes them.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{ConfigError, ContentionManager};
+///
+/// assert_eq!("backoff".parse(), Ok(ContentionManager::BACKOFF));
+/// assert_eq!(ContentionManager::Suicide.to_string(), "suicide");
+/// let e = "polite".parse::<ContentionManager>().unwrap_err();
+/// assert!(matches!(e, ConfigError::UnknownName { given, .. } if given == "polite"));
+/// assert_eq!(
+///     "polite".parse::<ContentionManager>().unwrap_err().to_string(),
+///     "unknown contention manager `polite`; expected one of: suicide, backoff"
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantNames)]
+#[strum(serialize_all = "lowercase")]
 pub enum ContentionManager {
     /// Abort and restart at once (TinySTM's default "suicide"); after every
     /// 8 consecutive aborts of one transaction, yield the CPU once (the
@@ -13,7 +35,9 @@ pub enum ContentionManager {
     Suicide,
     /// Abort, then wait a random number of spins drawn from `0..min(max_spins,
     /// min_spins << attempt)` (randomized exponential backoff); after 16
-    /// attempts also yield the CPU.
+    /// attempts also yield the CPU. The draw is random so that two
+    /// transactions that conflicted do not restart in lockstep (why this is
+    /// not `crossbeam_utils::Backoff`, a deterministic wait for a condition).
     Backoff {
         /// Spins of the first backoff window.
         min_spins: u32,
@@ -30,12 +54,17 @@ impl ContentionManager {
 impl FromStr for ContentionManager {
     type Err = ConfigError;
 
-    /// `suicide` or `backoff`.
+    /// `suicide` or `backoff` (with the default windows). Hand-written
+    /// because `Backoff` carries its windows; the error lists the names.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "suicide" => Ok(ContentionManager::Suicide),
             "backoff" => Ok(ContentionManager::BACKOFF),
-            other => Err(ConfigError::UnknownContentionManager(other.to_string())),
+            other => Err(ConfigError::UnknownName {
+                what: "contention manager",
+                given: other.to_owned(),
+                allowed: ContentionManager::VARIANTS,
+            }),
         }
     }
 }

@@ -137,9 +137,17 @@ pub enum TxError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// An unknown contention manager name.
-    #[error("unknown contention manager '{0}'; allowed: suicide, backoff")]
-    UnknownContentionManager(String),
+    /// A name that is not one of the allowed ones (a contention manager
+    /// given as text).
+    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
+    UnknownName {
+        /// What the name was for.
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names allowed.
+        allowed: &'static [&'static str],
+    },
 }
 
 /// The access sampler could not do what was asked.

@@ -1,43 +1,42 @@
 #![doc = include_str!("../README.md")]
 
+pub mod collections;
+mod config;
+mod engine;
+mod erased;
 pub mod error;
 pub mod lockword;
 mod primitive;
+// The protocol without the runtime: public in loom builds only, for the
+// models in tests/loom.rs (see the module docs).
+#[cfg(loom)]
 pub mod raw;
-
 #[cfg(not(loom))]
-pub mod collections;
-#[cfg(not(loom))]
-mod config;
-#[cfg(not(loom))]
+#[allow(unreachable_pub)]
+mod raw;
 mod runtime;
-#[cfg(not(loom))]
 pub mod sampler;
-#[cfg(not(loom))]
 mod stats;
-#[cfg(not(loom))]
 mod tvar;
-#[cfg(not(loom))]
 mod txops;
-#[cfg(not(loom))]
 mod word;
 
-pub use error::{AbortReason, ConfigError, SamplerError, StopReason, TxError};
-
-#[cfg(not(loom))]
 pub use collections::{THashMap, TList, TMap, TQueue};
-#[cfg(not(loom))]
 pub use config::{Config, ContentionManager};
-#[cfg(not(loom))]
-pub use runtime::{
-    LOCK_TABLE_BITS, LOCK_TABLE_SIZE, MAX_THREADS, Pin, Tx, atomically, atomically_with, clock, in_transaction,
-    lock_addr, locked_stripes, pin, startup, try_atomically, try_atomically_with,
-};
-#[cfg(not(loom))]
+pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
+pub use erased::ErasedBox;
+pub use error::{AbortReason, ConfigError, SamplerError, StopReason, TxError};
+pub use runtime::api::{atomically, atomically_with, startup, try_atomically, try_atomically_with};
+pub use runtime::guard::{EpochGuard, epoch_guard};
+pub use runtime::registry::MAX_THREADS;
+/// Hooks for the loom models (loom builds only).
+#[cfg(loom)]
+pub mod loom_hooks {
+    pub use crate::runtime::loom_hooks::{collect_garbage, exit_thread, without_start_fence};
+}
+pub use runtime::thread::in_transaction;
+pub use runtime::tx::Tx;
 pub use stats::Stats;
-#[cfg(not(loom))]
-pub use tvar::TVar;
-#[cfg(not(loom))]
+pub use tvar::{TVar, lock_addr};
 pub use txops::TxOps;
-#[cfg(not(loom))]
 pub use word::{TPtr, Word};

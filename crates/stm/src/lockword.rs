@@ -5,7 +5,7 @@
 //! | bits   | unlocked                    | locked (during a commit)                  |
 //! |--------|-----------------------------|-------------------------------------------|
 //! | 0      | `0`                         | `1` ([`LOCKED`])                          |
-//! | 1..=10 | `0`                         | owner: the committing thread's slot, 1..=1023 |
+//! | 1..=10 | `0`                         | owner: the committing thread's id, 1..=1023 |
 //! | 11..=63| version: clock value of the last commit that wrote the stripe | the version before locking (kept, so validation can still read it) |
 //!
 //! States and transitions:
@@ -34,7 +34,7 @@ pub const OWNER_BITS: u32 = 10;
 pub const OWNER_MASK: u64 = ((1 << OWNER_BITS) - 1) << OWNER_SHIFT;
 /// Position of the version field (bits 11..=63).
 pub const VERSION_SHIFT: u32 = OWNER_SHIFT + OWNER_BITS;
-/// The largest owner (thread slot) number; slot 0 means "no owner".
+/// The largest owner id (a thread's registry record number + 1); 0 means "no owner".
 pub const MAX_OWNER: u64 = (1 << OWNER_BITS) - 1;
 /// The largest clock value a lock word can hold.
 pub const MAX_VERSION: u64 = u64::MAX >> VERSION_SHIFT;
@@ -63,7 +63,7 @@ pub const fn unlocked(v: u64) -> u64 {
     v << VERSION_SHIFT
 }
 
-/// The bits a committer with slot `owner` ORs into an unlocked word to lock it.
+/// The bits a committer with owner id `owner` ORs into an unlocked word to lock it.
 #[inline(always)]
 pub const fn lock_bits(owner: u64) -> u64 {
     (owner << OWNER_SHIFT) | LOCKED

@@ -3,15 +3,20 @@
 //! redo write set and snapshot bounds ([`TxState`]).
 //!
 //! [`atomically`](crate::atomically) drives one global engine; the loom
-//! model (`tests/loom.rs`) builds small engines of its own and runs this
+//! models (`tests/loom.rs`) build small engines of their own and run this
 //! same code under the model checker. The crate README describes the
 //! protocol step by step.
+//!
+//! The module is public only in loom builds (for those models): a
+//! [`TxState`] records the addresses it will write at commit, so recording
+//! a write is `unsafe` ([`TxState::write`]), and outside the crate only the
+//! runtime's safe API is offered.
 
 use crossbeam_utils::CachePadded;
 
 use crate::error::AbortReason;
 use crate::lockword::{is_locked, lock_bits, owner, unlocked, version};
-use crate::primitive::{AtomicU64, Ordering, spin_loop};
+use crate::primitive::{AtomicU64, Backoff, Ordering, spin_loop};
 
 /// How many times a read re-checks a stripe locked by a committer before
 /// giving up. Locks are held only for the short commit write-back, so a
@@ -95,19 +100,23 @@ impl<const N: usize> Engine<N> {
 
     /// Writes `value` to `cell` outside any transaction, as a transaction of
     /// one write would: lock the stripe, store, advance the clock, release
-    /// with the new version. Concurrent transactions see it atomically.
-    pub fn store_single(&self, cell: &AtomicU64, value: u64, owner_slot: u64) {
+    /// with the new version, locking as owner `owner_id` (0: none).
+    /// Concurrent transactions see it atomically.
+    ///
+    /// The stripe may be held by a committer (for a short write-back) or by
+    /// another non-transactional store: the wait spins, then yields
+    /// (crossbeam's `Backoff`), as it waits for a release, not for a turn.
+    pub fn store_single(&self, cell: &AtomicU64, value: u64, owner_id: u64) {
         let (_, lock) = self.lock_for(cell as *const AtomicU64 as usize);
+        let backoff = Backoff::new();
         loop {
             let w = lock.load(Ordering::Relaxed);
             if !is_locked(w)
-                && lock
-                    .compare_exchange_weak(w, w | lock_bits(owner_slot), Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
+                && lock.compare_exchange_weak(w, w | lock_bits(owner_id), Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 break;
             }
-            spin_loop();
+            backoff.snooze();
         }
         cell.store(value, Ordering::Release);
         let wv = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
@@ -249,33 +258,8 @@ pub enum Committed {
 /// indices) and the redo write set. Reused across attempts and transactions,
 /// so steady-state transactions allocate nothing.
 ///
-/// # Examples
-///
-/// Driving the protocol by hand on a private engine (what the loom model does):
-///
-/// ```
-/// use std::sync::atomic::AtomicU64;
-/// use skelaff_stm::raw::{Committed, Engine, TxState};
-///
-/// let e: Engine<64> = Engine::new();
-/// let (a, b) = (AtomicU64::new(10), AtomicU64::new(0));
-/// let mut t = TxState::new(1);
-/// loop {
-///     t.begin(&e);
-///     let moved = (|| {
-///         let x = t.read(&e, &a)?;
-///         let y = t.read(&e, &b)?;
-///         t.write(&e, &a, x - 1);
-///         t.write(&e, &b, y + 1);
-///         t.commit(&e)
-///     })();
-///     match moved {
-///         Ok(c) => { assert_eq!(c, Committed::Wrote(1)); break }
-///         Err(_) => t.rollback(),
-///     }
-/// }
-/// assert_eq!((a.into_inner(), b.into_inner()), (9, 1));
-/// ```
+/// The loom models (`tests/loom.rs`) drive the protocol by hand with it;
+/// the runtime's [`Tx`](crate::Tx) wraps one per thread.
 #[derive(Debug, Default)]
 pub struct TxState {
     rv: u64,
@@ -283,14 +267,16 @@ pub struct TxState {
     writes: WriteSet,
     /// Indices of the locks taken by the commit in progress.
     locked: Vec<u32>,
-    /// This transaction's owner number (slot), 1..=MAX_OWNER.
+    /// This transaction's owner id, 1..=MAX_OWNER.
     owner: u64,
 }
 
-// SAFETY: the raw cell pointers in the write set are only dereferenced by the
-// thread that owns the `TxState`, during the transaction that recorded them,
-// while the `&AtomicU64` they came from is still borrowed by that
-// transaction's closure (see `TxState::write`'s contract).
+// SAFETY: the only non-`Send` fields are the cell pointers of the write set.
+// They are dereferenced only by `commit`, within the attempt that recorded
+// them, and `TxState::write`'s contract (answered by each caller) keeps each
+// cell alive at its address until that attempt ends, whichever thread the
+// state is on by then. The cells are `AtomicU64`s, so storing to them from
+// any thread is sound.
 unsafe impl Send for TxState {}
 
 impl TxState {
@@ -298,11 +284,6 @@ impl TxState {
     pub fn new(owner: u64) -> Self {
         debug_assert!((1..=crate::lockword::MAX_OWNER).contains(&owner));
         TxState { owner, ..Default::default() }
-    }
-
-    /// The owner number this state locks with.
-    pub fn owner(&self) -> u64 {
-        self.owner
     }
 
     /// The current snapshot bound.
@@ -326,6 +307,7 @@ impl TxState {
     }
 
     /// Starts an attempt: empty sets, snapshot at the clock's current value.
+    #[cfg(any(loom, test))]
     #[inline]
     pub fn begin<const N: usize>(&mut self, e: &Engine<N>) {
         self.begin_at(e.now());
@@ -433,11 +415,16 @@ impl TxState {
     /// Records a write of `value` to `cell` in the redo log (read-after-write
     /// returns it; nothing is visible to others before commit).
     ///
-    /// The cell must stay at its address until this attempt commits or rolls
-    /// back (it does when it is borrowed for the transaction's duration, as
-    /// `TVar`s are).
+    /// # Safety
+    ///
+    /// [`TxState::commit`] stores `value` through the address recorded here,
+    /// after this borrow of `cell` has ended. Until this attempt ends (its
+    /// `commit` returns, or [`TxState::rollback`] or the next `begin` runs):
+    ///
+    /// - `cell` stays alive (is not dropped or freed), and
+    /// - `cell` stays at its address (is not moved).
     #[inline(always)]
-    pub fn write<const N: usize>(&mut self, _e: &Engine<N>, cell: &AtomicU64, value: u64) {
+    pub unsafe fn write<const N: usize>(&mut self, _e: &Engine<N>, cell: &AtomicU64, value: u64) {
         let idx = lock_index(cell as *const AtomicU64 as usize, N);
         self.writes.insert(cell, idx, value);
     }
@@ -494,9 +481,9 @@ impl TxState {
             return Err(AbortReason::ValidateOnCommit);
         }
         for entry in &self.writes.entries {
-            // SAFETY: `entry.cell` came from a `&AtomicU64` that the caller
-            // keeps borrowed (and so alive, at this address) until the
-            // attempt ends (see `write`), and we are inside that attempt.
+            // SAFETY: `entry.cell` was recorded by `write` in this attempt,
+            // whose caller guaranteed the cell stays alive and in place until
+            // the attempt ends; we are inside it.
             unsafe { &*entry.cell }.store(entry.value, Ordering::Release);
         }
         let release = unlocked(wv);
@@ -539,7 +526,8 @@ mod tests {
         t.begin(&e);
         for (i, c) in cells.iter().enumerate() {
             assert_eq!(t.read(&e, c).unwrap(), i as u64);
-            t.write(&e, c, 100 + i as u64);
+            // SAFETY: `cells` outlives the attempt and does not move.
+            unsafe { t.write(&e, c, 100 + i as u64) };
         }
         for (i, c) in cells.iter().enumerate() {
             assert_eq!(t.read(&e, c).unwrap(), 100 + i as u64, "read-after-write through the index");
@@ -563,9 +551,11 @@ mod tests {
         t1.begin(&e);
         assert_eq!(t1.read(&e, &a).unwrap(), 1);
         t2.begin(&e);
-        t2.write(&e, &a, 10);
+        // SAFETY: `a` and `b` outlive both attempts and do not move.
+        unsafe { t2.write(&e, &a, 10) };
         t2.commit(&e).unwrap();
-        t1.write(&e, &b, 20);
+        // SAFETY: as above.
+        unsafe { t1.write(&e, &b, 20) };
         assert_eq!(t1.commit(&e), Err(AbortReason::ValidateOnCommit));
         t1.rollback();
         assert_eq!(b.load(Ordering::Relaxed), 2);
@@ -585,7 +575,8 @@ mod tests {
         t1.begin(&e);
         t1.read(&e, a).unwrap();
         t2.begin(&e);
-        t2.write(&e, b, 5);
+        // SAFETY: `cells` outlives the attempt and does not move.
+        unsafe { t2.write(&e, b, 5) };
         t2.commit(&e).unwrap();
         // b is newer than t1's snapshot, but a did not change: extend.
         assert_eq!(t1.read(&e, b).unwrap(), 5);

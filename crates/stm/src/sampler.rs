@@ -1,5 +1,5 @@
-//! A per-thread sampler of transactional accesses, for page-access
-//! footprints.
+//! The access sampler's switch: per thread, record every n-th
+//! transactional access, for page-access footprints.
 //!
 //! When enabled on a thread, every `period`-th transactional read or write
 //! of that thread is recorded as (address of the `TVar`, read or write),
@@ -21,80 +21,51 @@
 //! # Ok::<(), skelaff_stm::SamplerError>(())
 //! ```
 
-pub use crate::runtime::{sampler_disable as disable, sampler_enable as enable, sampler_take as take};
+pub use crate::runtime::sampling::{Access, AccessKind, Samples};
 
-/// Whether an access read or wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AccessKind {
-    /// A transactional read.
-    Read,
-    /// A transactional write.
-    Write,
+use crate::error::SamplerError;
+use crate::runtime::sampling::Sampler;
+use crate::runtime::thread::{in_transaction, with_tx};
+
+/// Runs `f` on this thread's recorder, between transactions.
+fn between_transactions<R>(f: impl FnOnce(&mut Sampler) -> R) -> Result<R, SamplerError> {
+    if in_transaction() {
+        return Err(SamplerError::InTransaction);
+    }
+    Ok(with_tx(|tx| f(tx.sampler_mut())))
 }
 
-/// One sampled access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Access {
-    /// The address of the `TVar` accessed.
-    pub addr: usize,
-    /// Read or write.
-    pub kind: AccessKind,
+/// Starts sampling this thread's transactional accesses: every `period`-th
+/// access is recorded, up to `capacity` records.
+///
+/// # Errors
+///
+/// [`SamplerError::Zero`] for a zero period or capacity;
+/// [`SamplerError::InTransaction`] inside a transaction.
+pub fn enable(period: u32, capacity: usize) -> Result<(), SamplerError> {
+    if period == 0 {
+        return Err(SamplerError::Zero { what: "period" });
+    }
+    if capacity == 0 {
+        return Err(SamplerError::Zero { what: "capacity" });
+    }
+    between_transactions(|s| s.configure(period, capacity))
 }
 
-/// What [`take`] returns.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Samples {
-    /// The records, in access order.
-    pub accesses: Vec<Access>,
-    /// Accesses seen while enabled since the last take.
-    pub seen: u64,
-    /// Samples not recorded because the buffer was full.
-    pub dropped: u64,
+/// Stops sampling on this thread (records already taken stay until [`take`]).
+///
+/// # Errors
+///
+/// [`SamplerError::InTransaction`] inside a transaction.
+pub fn disable() -> Result<(), SamplerError> {
+    between_transactions(Sampler::disable)
 }
 
-/// The sampler state of one thread.
-#[derive(Debug, Default)]
-pub(crate) struct Sampler {
-    pub(crate) enabled: bool,
-    period: u32,
-    countdown: u32,
-    capacity: usize,
-    buf: Vec<Access>,
-    seen: u64,
-    dropped: u64,
-}
-
-impl Sampler {
-    pub(crate) fn configure(&mut self, period: u32, capacity: usize) {
-        self.enabled = true;
-        self.period = period;
-        self.countdown = period;
-        self.capacity = capacity;
-        self.buf.reserve(capacity.min(1 << 16));
-    }
-
-    pub(crate) fn disable(&mut self) {
-        self.enabled = false;
-    }
-
-    #[cold]
-    pub(crate) fn record(&mut self, addr: usize, kind: AccessKind) {
-        self.seen += 1;
-        self.countdown -= 1;
-        if self.countdown == 0 {
-            self.countdown = self.period;
-            if self.buf.len() < self.capacity {
-                self.buf.push(Access { addr, kind });
-            } else {
-                self.dropped += 1;
-            }
-        }
-    }
-
-    pub(crate) fn take(&mut self) -> Samples {
-        let s = Samples { accesses: core::mem::take(&mut self.buf), seen: self.seen, dropped: self.dropped };
-        self.seen = 0;
-        self.dropped = 0;
-        s
-    }
+/// Takes this thread's records and counters.
+///
+/// # Errors
+///
+/// [`SamplerError::InTransaction`] inside a transaction.
+pub fn take() -> Result<Samples, SamplerError> {
+    between_transactions(Sampler::take)
 }

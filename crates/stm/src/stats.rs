@@ -1,9 +1,14 @@
-//! Transaction statistics, per thread and summed over the process.
+//! Transaction statistics: the [`Stats`] figures, and reading them for the
+//! calling thread or summed over the process (from the counters each
+//! thread keeps in its registry record).
 
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::AbortReason;
+use crate::primitive::{AtomicU64, Ordering};
+use crate::runtime::counters::ThreadCounters;
+use crate::runtime::registry::registry;
+use crate::runtime::thread::this_record;
 
 /// Counters of one thread (or a sum of threads).
 ///
@@ -119,76 +124,53 @@ impl fmt::Display for Stats {
     }
 }
 
-/// The counters of one thread, in its registry slot: written only by that
-/// thread (relaxed load + store, no read-modify-write), read by anyone
-/// summing.
-#[derive(Debug, Default)]
-pub(crate) struct AtomicStats {
-    commits: AtomicU64,
-    read_only_commits: AtomicU64,
-    aborts: [AtomicU64; AbortReason::COUNT],
-    read_set_total: AtomicU64,
-    write_set_total: AtomicU64,
-    read_set_max: AtomicU64,
-    write_set_max: AtomicU64,
-}
-
-#[inline(always)]
-fn bump(a: &AtomicU64, by: u64) {
-    a.store(a.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
-}
-
-#[inline(always)]
-fn raise(a: &AtomicU64, to: u64) {
-    if a.load(Ordering::Relaxed) < to {
-        a.store(to, Ordering::Relaxed);
-    }
-}
-
-impl AtomicStats {
-    /// Only the owning thread calls the recording methods.
-    #[inline(always)]
-    pub(crate) fn commit(&self, read_only: bool, reads: usize, writes: usize) {
-        bump(&self.commits, 1);
-        if read_only {
-            bump(&self.read_only_commits, 1);
-        }
-        bump(&self.read_set_total, reads as u64);
-        bump(&self.write_set_total, writes as u64);
-        raise(&self.read_set_max, reads as u64);
-        raise(&self.write_set_max, writes as u64);
-    }
-
-    #[inline]
-    pub(crate) fn abort(&self, reason: AbortReason) {
-        bump(&self.aborts[reason as usize], 1);
-    }
-
-    pub(crate) fn snapshot(&self) -> Stats {
+impl Stats {
+    /// What `counters` hold now.
+    fn read(counters: &ThreadCounters) -> Stats {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
-            commits: self.commits.load(Ordering::Relaxed),
-            read_only_commits: self.read_only_commits.load(Ordering::Relaxed),
-            aborts: core::array::from_fn(|i| self.aborts[i].load(Ordering::Relaxed)),
-            read_set_total: self.read_set_total.load(Ordering::Relaxed),
-            write_set_total: self.write_set_total.load(Ordering::Relaxed),
-            read_set_max: self.read_set_max.load(Ordering::Relaxed),
-            write_set_max: self.write_set_max.load(Ordering::Relaxed),
+            commits: get(&counters.commits),
+            read_only_commits: get(&counters.read_only_commits),
+            aborts: core::array::from_fn(|i| get(&counters.aborts[i])),
+            read_set_total: get(&counters.read_set_total),
+            write_set_total: get(&counters.write_set_total),
+            read_set_max: get(&counters.read_set_max),
+            write_set_max: get(&counters.write_set_max),
         }
     }
 
-    pub(crate) fn reset(&self) {
-        for a in [
-            &self.commits,
-            &self.read_only_commits,
-            &self.read_set_total,
-            &self.write_set_total,
-            &self.read_set_max,
-            &self.write_set_max,
-        ] {
-            a.store(0, Ordering::Relaxed);
+    /// The calling thread's counters.
+    pub fn thread() -> Stats {
+        Stats::read(&this_record().counters)
+    }
+
+    /// The calling thread's counters, and resets them to zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::{atomically, Stats, TVar, TxOps};
+    ///
+    /// let v = TVar::new(0u32);
+    /// atomically(|tx| tx.read(&v));
+    /// assert!(Stats::take_thread().commits >= 1);
+    /// assert_eq!(Stats::thread().commits, 0);
+    /// ```
+    pub fn take_thread() -> Stats {
+        let counters = &this_record().counters;
+        let taken = Stats::read(counters);
+        counters.reset();
+        taken
+    }
+
+    /// The sum over every thread of the process, running or exited (counters
+    /// that threads reset with [`Stats::take_thread`] are not included).
+    pub fn global() -> Stats {
+        let reg = registry();
+        let mut sum = reg.with_exited_counters(Stats::read);
+        for r in reg.records() {
+            sum.merge(&Stats::read(&r.counters));
         }
-        for a in &self.aborts {
-            a.store(0, Ordering::Relaxed);
-        }
+        sum
     }
 }

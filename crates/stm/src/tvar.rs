@@ -1,12 +1,15 @@
-//! Transactional variables.
+//! Transactional variables: the word a transaction reads and writes, and
+//! what may be done with it outside a transaction.
+//!
+//! Below the runtime and [`TxOps`](crate::TxOps): a `TVar` knows the global
+//! engine (a non-transactional store is a one-word commit) and nothing of
+//! transactions; its `read`/`write` shorthands live with `TxOps`.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::error::TxError;
+use crate::engine::{engine, lock_word_for};
 use crate::primitive::{AtomicU64, Ordering};
-use crate::runtime::ENGINE;
-use crate::txops::TxOps;
 use crate::word::Word;
 
 /// A transactional variable holding one [`Word`].
@@ -45,26 +48,6 @@ impl<T: Word> TVar<T> {
         TVar { cell: AtomicU64::new(value.to_word()), _t: PhantomData }
     }
 
-    /// Reads the variable in transaction `tx` (same as [`TxOps::read`]).
-    ///
-    /// # Errors
-    ///
-    /// The transaction's signal to stop (a conflict); propagate it with `?`.
-    #[inline(always)]
-    pub fn read<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<T, TxError> {
-        tx.read(self)
-    }
-
-    /// Writes the variable in transaction `tx` (same as [`TxOps::write`]).
-    ///
-    /// # Errors
-    ///
-    /// The transaction's signal to stop; propagate it with `?`.
-    #[inline(always)]
-    pub fn write<X: TxOps + ?Sized>(&self, tx: &mut X, value: T) -> Result<(), TxError> {
-        tx.write(self, value)
-    }
-
     /// The committed value, by one atomic load, outside any transaction.
     ///
     /// It is the value of some committed transaction (or of a commit being
@@ -95,7 +78,7 @@ impl<T: Word> TVar<T> {
     /// assert_eq!(v.load(), 2);
     /// ```
     pub fn store(&self, value: T) {
-        ENGINE.store_single(&self.cell, value.to_word(), 0);
+        engine().store_single(&self.cell, value.to_word(), 0);
     }
 
     /// Consumes the variable and returns its value.
@@ -106,12 +89,21 @@ impl<T: Word> TVar<T> {
     /// The value, through exclusive access (no other thread can see the
     /// variable, so no synchronization is needed).
     pub fn get_mut(&mut self) -> T {
-        T::from_word(*self.cell.get_mut())
+        #[cfg(not(loom))]
+        let w = *self.cell.get_mut();
+        #[cfg(loom)]
+        let w = self.cell.with_mut(|w| *w);
+        T::from_word(w)
     }
 
     /// Sets the value through exclusive access.
     pub fn set_mut(&mut self, value: T) {
-        *self.cell.get_mut() = value.to_word();
+        #[cfg(not(loom))]
+        {
+            *self.cell.get_mut() = value.to_word();
+        }
+        #[cfg(loom)]
+        self.cell.with_mut(|w| *w = value.to_word());
     }
 }
 
@@ -129,8 +121,9 @@ impl<T> TVar<T> {
         self.cell.load(Ordering::Acquire)
     }
 
-    /// The underlying atomic word (for code that drives the protocol in
-    /// [`raw`](crate::raw) directly).
+    /// The underlying atomic word: for `TxOps` implementations that read or
+    /// write the variable without the STM (an uninstrumented sequential run
+    /// that has the data to itself).
     #[inline(always)]
     pub fn cell(&self) -> &AtomicU64 {
         &self.cell
@@ -147,4 +140,28 @@ impl<T: Word + fmt::Debug> fmt::Debug for TVar<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TVar").field("addr", &format_args!("{:#x}", self.addr())).field("value", &self.load()).finish()
     }
+}
+
+/// The address of the versioned lock that covers `var` in the global lock
+/// table: every transactional read of `var` loads that word too.
+///
+/// For speculative readers that want the STM's metadata in cache along
+/// with the data (a helper thread's shadow prefetches it). It is an
+/// address to prefetch, not a way into the protocol: nothing here gives
+/// access to the lock.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{lock_addr, TVar};
+///
+/// let (a, b) = (TVar::new(1u64), TVar::new(2u64));
+/// assert_ne!(lock_addr(&a), 0);
+/// // Lock words are 8 bytes apart; a variable's stripe is fixed.
+/// assert_eq!(lock_addr(&a) % 8, 0);
+/// assert_eq!(lock_addr(&b), lock_addr(&b));
+/// ```
+#[inline(always)]
+pub fn lock_addr<T>(var: &TVar<T>) -> usize {
+    lock_word_for(var.addr()) as *const AtomicU64 as usize
 }

@@ -1,4 +1,5 @@
-//! What code inside a transaction may do.
+//! What code inside a transaction may do: the [`TxOps`] trait, and the
+//! `TVar::read`/`TVar::write` shorthands over it.
 
 use crate::error::TxError;
 use crate::tvar::TVar;
@@ -52,6 +53,13 @@ pub trait TxOps {
 
     /// Writes `value` to `var`, visible to others when the transaction commits.
     ///
+    /// Variables written must outlive the transaction: the real STM stores
+    /// the value at commit through `var`'s address. Variables borrowed from
+    /// outside the closure and variables inside transactional objects do;
+    /// a `TVar` that the closure creates and then drops or moves before it
+    /// returns does not, and must not be written (a known gap of this safe
+    /// method: see the crate README, "Soundness").
+    ///
     /// # Errors
     ///
     /// A stop (a shadow whose log is full); the real STM never fails here.
@@ -95,5 +103,27 @@ pub trait TxOps {
         let v = f(self.read(var)?);
         self.write(var, v)?;
         Ok(v)
+    }
+}
+
+impl<T: Word> TVar<T> {
+    /// Reads the variable in transaction `tx` (same as [`TxOps::read`]).
+    ///
+    /// # Errors
+    ///
+    /// The transaction's signal to stop (a conflict); propagate it with `?`.
+    #[inline(always)]
+    pub fn read<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<T, TxError> {
+        tx.read(self)
+    }
+
+    /// Writes the variable in transaction `tx` (same as [`TxOps::write`]).
+    ///
+    /// # Errors
+    ///
+    /// The transaction's signal to stop; propagate it with `?`.
+    #[inline(always)]
+    pub fn write<X: TxOps + ?Sized>(&self, tx: &mut X, value: T) -> Result<(), TxError> {
+        tx.write(self, value)
     }
 }

@@ -230,7 +230,7 @@ impl<T> TPtr<T> {
     ///   is running), or
     /// - the caller owns the object (made it with [`TPtr::from_box`] and
     ///   has not freed it), or
-    /// - the caller holds an [`epoch guard`](crate::pin) taken before the
+    /// - the caller holds an [epoch guard](crate::epoch_guard) taken before the
     ///   pointer was read.
     #[inline(always)]
     pub unsafe fn get<'a>(self) -> &'a T {

@@ -1,4 +1,5 @@
 //! Loom models of the lock and commit protocol (src/raw.rs) with two threads.
+//! (Reclamation and the thread registry: `tests/loom_reclaim.rs`.)
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" cargo test -p skelaff-stm --release --test loom
@@ -60,8 +61,10 @@ fn concurrent_increments_are_atomic() {
                         let a = t.read(&e, &cells[0])?;
                         let b = t.read(&e, &cells[1])?;
                         assert_eq!(a, b, "a transaction saw a torn pair");
-                        t.write(&e, &cells[0], a + 1);
-                        t.write(&e, &cells[1], b + 1);
+                        // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                        unsafe { t.write(&e, &cells[0], a + 1) };
+                        // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                        unsafe { t.write(&e, &cells[1], b + 1) };
                         Ok(())
                     });
                 })
@@ -93,8 +96,10 @@ fn read_only_snapshots_are_consistent() {
                 transact(&e, &mut t, |t| {
                     let a = t.read(&e, &cells[0])?;
                     let b = t.read(&e, &cells[1])?;
-                    t.write(&e, &cells[0], a - 1);
-                    t.write(&e, &cells[1], b + 1);
+                    // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                    unsafe { t.write(&e, &cells[0], a - 1) };
+                    // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                    unsafe { t.write(&e, &cells[1], b + 1) };
                     Ok(())
                 });
             })
@@ -129,7 +134,8 @@ fn write_skew_is_prevented() {
                         let a = t.read(&e, &cells[0])?;
                         let b = t.read(&e, &cells[1])?;
                         if a == 0 && b == 0 {
-                            t.write(&e, &cells[i], 1);
+                            // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                            unsafe { t.write(&e, &cells[i], 1) };
                         }
                         Ok(())
                     });
@@ -163,8 +169,10 @@ fn extension_does_not_return_a_stale_value() {
                 let mut t = TxState::new(1);
                 for round in 1..=2 {
                     transact(&e, &mut t, |t| {
-                        t.write(&e, &cells[b], round);
-                        t.write(&e, &cells[c], round);
+                        // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                        unsafe { t.write(&e, &cells[b], round) };
+                        // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
+                        unsafe { t.write(&e, &cells[c], round) };
                         Ok(())
                     });
                 }

@@ -1,0 +1,168 @@
+//! The public entry points of the runtime: [`atomically`] and its
+//! variants, and [`startup`].
+
+use crate::config::Config;
+use crate::error::TxError;
+
+use super::registry::registry;
+use super::thread::with_tx;
+use super::tx::Tx;
+
+/// Prepares the STM for its first transaction: pages in the lock table
+/// (a few milliseconds, once per process; see the crate's README). Every
+/// transaction does this itself if needed; call it ahead, as STAMP's
+/// `TM_STARTUP`, to keep that one-time cost out of a timed region. Later
+/// calls return at once.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically, startup, TVar, TxOps};
+///
+/// startup(); // before the clock starts
+/// let v = TVar::new(1u64);
+/// assert_eq!(atomically(|tx| tx.update(&v, |x| x + 1)), 2);
+/// ```
+pub fn startup() {
+    let _ = registry();
+}
+
+/// Runs `f` as a transaction with the default [`Config`] and returns its value.
+///
+/// `f` may run several times (after conflicts); only the run that commits
+/// has effects. Inside, use the [`TxOps`](crate::TxOps) methods on `tx` and
+/// propagate their errors with `?`. Returning `Err(tx.retry())` waits until
+/// something the transaction read changes and runs it again.
+///
+/// # Panics
+///
+/// - If `f` panics: the attempt is rolled back (no lock held, no write
+///   visible, its allocations dropped) and the panic propagates.
+/// - If called inside another transaction on the same thread (transactions
+///   do not nest; pass `tx` down instead).
+/// - If `f` returns [`TxError::Stop`] (a shadow's signal).
+/// - If more than [`MAX_THREADS`](crate::MAX_THREADS) threads use
+///   transactions at once.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically, TVar, TxOps};
+///
+/// let counter = TVar::new(0u64);
+/// std::thread::scope(|s| {
+///     for _ in 0..2 {
+///         s.spawn(|| {
+///             for _ in 0..1000 {
+///                 atomically(|tx| tx.update(&counter, |c| c + 1));
+///             }
+///         });
+///     }
+/// });
+/// assert_eq!(counter.load(), 2000);
+/// ```
+#[inline]
+pub fn atomically<R, F>(f: F) -> R
+where
+    F: FnMut(&mut Tx) -> Result<R, TxError>,
+{
+    atomically_with(&Config::DEFAULT, f)
+}
+
+/// [`atomically`] with an explicit configuration (contention manager).
+///
+/// A `TxError` that `f` returns without the transaction having raised it
+/// (one made by hand) is treated as what it says: a conflict runs `f`
+/// again, a retry yields and runs it again.
+///
+/// # Panics
+///
+/// As [`atomically`].
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically_with, Config, ContentionManager, TVar, TxOps};
+///
+/// let cfg = Config::new().contention(ContentionManager::BACKOFF);
+/// let v = TVar::new(1i32);
+/// assert_eq!(atomically_with(&cfg, |tx| tx.update(&v, |x| -x)), -1);
+/// ```
+#[inline]
+pub fn atomically_with<R, F>(cfg: &Config, mut f: F) -> R
+where
+    F: FnMut(&mut Tx) -> Result<R, TxError>,
+{
+    loop {
+        match try_atomically_with(cfg, &mut f) {
+            Ok(r) => return r,
+            Err(TxError::Stop(reason)) => {
+                panic!("skelaff-stm: TxError::Stop({reason}) returned from a real transaction")
+            }
+            Err(TxError::Retry) => crate::primitive::yield_now(),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Runs `f` as a transaction that may end with a user error.
+///
+/// When `f` returns `Err(e)` and the error is not a signal the transaction
+/// raised (conflict, retry), the attempt is rolled back — nothing it wrote
+/// becomes visible — and `Err(e)` is returned. Make your error type
+/// `From<TxError>` so `?` works on the [`TxOps`](crate::TxOps) methods.
+///
+/// # Errors
+///
+/// The user error `f` returned.
+///
+/// # Panics
+///
+/// As [`atomically`].
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{try_atomically, TVar, TxError, TxOps};
+///
+/// #[derive(Debug, PartialEq)]
+/// enum BankError { Insufficient, Tx(TxError) }
+/// impl From<TxError> for BankError {
+///     fn from(e: TxError) -> Self { BankError::Tx(e) }
+/// }
+///
+/// let acct = TVar::new(10u64);
+/// let r = try_atomically(|tx| {
+///     tx.write(&acct, 0)?;              // rolled back below
+///     if tx.read(&acct)? < 50 {
+///         return Err(BankError::Insufficient);
+///     }
+///     Ok(())
+/// });
+/// assert_eq!(r, Err(BankError::Insufficient));
+/// assert_eq!(acct.load(), 10);
+/// ```
+#[inline]
+pub fn try_atomically<R, E, F>(f: F) -> Result<R, E>
+where
+    F: FnMut(&mut Tx) -> Result<R, E>,
+{
+    try_atomically_with(&Config::DEFAULT, f)
+}
+
+/// [`try_atomically`] with an explicit configuration.
+///
+/// # Errors
+///
+/// The user error `f` returned.
+///
+/// # Panics
+///
+/// As [`atomically`].
+#[inline]
+pub fn try_atomically_with<R, E, F>(cfg: &Config, mut f: F) -> Result<R, E>
+where
+    F: FnMut(&mut Tx) -> Result<R, E>,
+{
+    with_tx(|tx| tx.run(cfg, &mut f))
+}
