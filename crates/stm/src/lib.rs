@@ -22,7 +22,7 @@ mod txops;
 #[cfg(not(loom))]
 mod word;
 
-pub use error::{AbortReason, ConfigError, SamplerError, StopReason, TxError};
+pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
 
 #[cfg(not(loom))]
 pub use collections::{THashMap, TList, TMap, TQueue};
