@@ -75,8 +75,6 @@ pub struct TimingFigures {
     pub paid: u64,
     /// Probes after which it was switched off.
     pub switched_off: u64,
-    /// Units run while the helper was off (switched off by a probe or by the tuner).
-    pub units_off: u64,
     /// Mean unit time with the helper in the last probe (ns).
     pub last_on_ns: u64,
     /// Mean unit time without it in the last probe (ns).
@@ -90,6 +88,9 @@ pub struct HelperFigures {
     pub place: HelperPlace,
     /// Units the worker handed to it.
     pub units_handed: u64,
+    /// Units the worker did not hand over because the helper was switched
+    /// off (by the timing probe or the coverage tuner).
+    pub units_skipped_off: u64,
     /// Units it picked up and shadowed.
     pub units_shadowed: u64,
     /// Shadows run (a restart runs one more).
@@ -124,6 +125,7 @@ impl HelperFigures {
         HelperFigures {
             place,
             units_handed: 0,
+            units_skipped_off: 0,
             units_shadowed: 0,
             shadows_run: 0,
             ends: ShadowEnds::default(),
@@ -145,6 +147,7 @@ impl HelperFigures {
     pub fn merge(&mut self, later: &HelperFigures) {
         self.place = later.place;
         self.units_handed += later.units_handed;
+        self.units_skipped_off += later.units_skipped_off;
         self.units_shadowed += later.units_shadowed;
         self.shadows_run += later.shadows_run;
         let (e, l) = (&mut self.ends, &later.ends);
@@ -183,7 +186,6 @@ impl HelperFigures {
                 t.probes += l.probes;
                 t.paid += l.paid;
                 t.switched_off += l.switched_off;
-                t.units_off += l.units_off;
                 t.last_on_ns = l.last_on_ns;
                 t.last_off_ns = l.last_off_ns;
                 Some(t)
@@ -202,10 +204,11 @@ impl fmt::Display for HelperFigures {
         let e = &self.ends;
         write!(
             f,
-            " | handed {} shadowed {} runs {} | completed {} lifespan {} log-full {} overtaken {} restarted {} \
+            " | handed {} skipped-off {} shadowed {} runs {} | completed {} lifespan {} log-full {} overtaken {} restarted {} \
              panicked {} at-end {} unsupported {} user-error {} | prefetched {} log-hits {} | yields {} parks {} \
              wakeups {} | lifespan {} log {}",
             self.units_handed,
+            self.units_skipped_off,
             self.units_shadowed,
             self.shadows_run,
             e.completed,
@@ -241,8 +244,8 @@ impl fmt::Display for HelperFigures {
         if let Some(t) = &self.timing {
             write!(
                 f,
-                " | timing: {} probes, paid {}, off {} ({} units off), last {} ns on / {} ns off",
-                t.probes, t.paid, t.switched_off, t.units_off, t.last_on_ns, t.last_off_ns
+                " | timing: {} probes, paid {}, off {}, last {} ns on / {} ns off",
+                t.probes, t.paid, t.switched_off, t.last_on_ns, t.last_off_ns
             )?;
         }
         Ok(())
