@@ -69,6 +69,8 @@ pub struct HelperChannel<U> {
     spare: AtomicCell<HandedBox<U>>,
     /// The worker finished.
     pub(crate) done: AtomicBool,
+    /// No helper thread runs in this run (its probe had it switched off).
+    pub(crate) without_thread: AtomicBool,
     /// Where the helper parks.
     pub(crate) wakeup: Wakeup,
     /// Written by the helper, read by the worker at handoffs: handoffs to
@@ -116,11 +118,14 @@ pub struct WorkerSide {
     /// The unit handed last (the next to run) went to the helper.
     next_handed: bool,
     pub(crate) counters: Option<ThreadCounters>,
+    /// No helper thread runs for this worker in this run.
+    without_thread: bool,
 }
 
 impl WorkerSide {
-    pub(crate) fn new(probe: Option<Probe>, counters: Option<ThreadCounters>) -> Self {
+    pub(crate) fn new(probe: Option<Probe>, counters: Option<ThreadCounters>, without_thread: bool) -> Self {
         WorkerSide {
+            without_thread,
             handed: 0,
             skipped: 0,
             off_left: 0,
@@ -153,6 +158,7 @@ impl<U> HelperChannel<U> {
             handed: CachePadded::new(AtomicCell::new(None)),
             spare: AtomicCell::new(None),
             done: AtomicBool::new(false),
+            without_thread: AtomicBool::new(false),
             wakeup: Wakeup::new(),
             from_helper: CachePadded::new((AtomicU64::new(0), AtomicU64::new(0))),
             accesses: AtomicCell::new(None),
@@ -217,9 +223,12 @@ impl<U> HelperChannel<U> {
         // Switched off by the tuner's coverage, or by the timing probe?
         let mut hand = side.off_left == 0;
         side.off_left = side.off_left.saturating_sub(1);
+        if side.without_thread {
+            hand = false;
+        }
         if let Some(p) = &mut side.probe {
             side.current_helped = side.next_handed;
-            side.started = p.measuring().then(Instant::now);
+            side.started = (p.measuring() && !side.without_thread).then(Instant::now);
             hand &= p.helper_on();
             side.next_handed = hand && next.is_some();
         }
@@ -256,6 +265,12 @@ impl<U> HelperChannel<U> {
     #[inline]
     pub(crate) fn committed(&self, side: &mut WorkerSide) {
         if let Some(p) = &mut side.probe {
+            // Without a helper thread the probe runs out its off stretch,
+            // then waits at the start of its on-window for the next run,
+            // which starts the helper again.
+            if side.without_thread && p.helper_on() {
+                return;
+            }
             p.unit(side.started.take().map(|s| s.elapsed()), side.current_helped);
         }
     }
@@ -285,7 +300,7 @@ mod tests {
         assert!(AtomicCell::<HandedBox<Vec<u8>>>::is_lock_free());
         let ch: HelperChannel<u32> =
             HelperChannel::new(WorkerInfo { index: 0, cpu: None, node: None, threads: 1 }, None);
-        let mut side = WorkerSide::new(None, None);
+        let mut side = WorkerSide::new(None, None, false);
         ch.handoff(&mut side, Some(&7), None);
         // Not picked up: the next handoff replaces it.
         ch.handoff(&mut side, Some(&8), None);

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
-use skelaff_numa_alloc::idle::IdleCounts;
+use skelaff_numa_alloc::idle::{IdleCounts, IdlePolicy};
 use skelaff_stm::sampler::{self, AccessKind};
 use skelaff_worklist::{
     Assist, ChannelFigures, HelperFigures, HelperPlace, ProcessCtx, ShadowEnds, Skeleton, TimingFigures, TuningFigures,
@@ -66,12 +66,22 @@ where
     type WorkerSide = WorkerSide;
 
     fn channel(&self, worker: &WorkerInfo, helper: Option<HelperPlace>) -> HelperChannel<S::Unit> {
-        HelperChannel::new(*worker, helper)
+        let ch = HelperChannel::new(*worker, helper);
+        // Where the last run left the probe: switched off, the helper
+        // thread is not started in this run.
+        let off = self.probe_for(worker.index).is_some_and(|p| !p.helper_on());
+        ch.without_thread.store(off, Ordering::Relaxed);
+        ch
+    }
+
+    fn start_helper(&self, ch: &HelperChannel<S::Unit>) -> bool {
+        !ch.without_thread.load(Ordering::Relaxed)
     }
 
     fn worker_start(&self, ch: &HelperChannel<S::Unit>) -> WorkerSide {
         let probe = ch.place.and_then(|_| self.probe_for(ch.worker.index));
-        WorkerSide::new(probe, self.config.counters.then(ThreadCounters::open))
+        let without_thread = ch.without_thread.load(Ordering::Relaxed);
+        WorkerSide::new(probe, self.config.counters.then(ThreadCounters::open), without_thread)
     }
 
     fn worker_end(&self, ch: &HelperChannel<S::Unit>, side: WorkerSide) {
@@ -126,7 +136,14 @@ where
         notes.dedup();
         let w = ch.worker_end.lock().take().unwrap_or_default();
         let h = ch.helper_end.lock().take().unwrap_or_default();
-        let helper = ch.place.map(|place| helper_figures(place, &w, h));
+        let mut helper = ch.place.map(|place| helper_figures(place, &w, h));
+        if ch.without_thread.load(Ordering::Relaxed) {
+            // No thread ran: it was switched off for the whole run (the
+            // worker's figures still count the units it did not hand over).
+            if let Some(h) = &mut helper {
+                h.units_skipped_off = w.skipped;
+            }
+        }
         ChannelFigures { worker: w.counters, helper, notes }
     }
 }
@@ -225,7 +242,13 @@ fn run_helper<S: Skeleton>(
         }
         if ch.events.load(Ordering::Acquire) == seen {
             let moved = || ch.events.load(Ordering::Acquire) != seen || ch.done.load(Ordering::Acquire);
-            stats.idle.add(ch.wakeup.wait(c.idle, moved));
+            // Nothing in hand (the worker switched the helper off, or holds
+            // no unit): park at once. A helper that spins or yields keeps its
+            // CPU in the process's address space, so every TLB shootdown of
+            // the worker's (a copy-on-write fault, an munmap) interrupts it
+            // too; a parked one's CPU goes idle and is left out.
+            let policy = if current.is_some() { c.idle } else { IdlePolicy::PARK };
+            stats.idle.add(ch.wakeup.wait(policy, moved));
             continue;
         }
         // Something happened: a new unit, a restart, or the end.

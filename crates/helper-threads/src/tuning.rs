@@ -32,7 +32,10 @@
 //! units with the helper on and windows with it off. If the units run
 //! with the helper are not faster by `margin`, the helper is switched off
 //! for a stretch that grows fourfold each time (up to 256 windows); if
-//! they are, the next probe comes after a stretch that grows likewise. A
+//! they are, the next probe comes after a stretch that doubles with every
+//! paying probe in a row and starts again at one window after a probe that
+//! did not pay (unit times are noisy: one lucky probe must not keep a
+//! useless helper on for long). A
 //! helper that cannot help (the data is in cache already, so shadowing it
 //! only moves lines between the caches) is thus on for one window in the
 //! first two, then for ever fewer (the four windows of its first 3000
@@ -120,8 +123,14 @@ pub(crate) struct Probe {
     on: (Duration, u64),
     /// Unhelped units' time and count in the current probe window.
     off: (Duration, u64),
-    /// Windows before the next probe (when paying) or before trying again (when not).
+    /// Windows before trying again after a probe where the helper did not
+    /// pay: grows fourfold with every such probe, and never shrinks.
     stretch: u64,
+    /// Windows before the next probe after one where it paid: doubles
+    /// with every paying probe in a row, and starts again at one after a
+    /// probe where it did not (so one lucky probe of a helper that does not
+    /// pay keeps it on for one window, not for a long stretch).
+    paid_stretch: u64,
     pub(crate) probes: u64,
     pub(crate) paid: u64,
     pub(crate) switched_off: u64,
@@ -147,6 +156,7 @@ enum Phase {
 pub(crate) struct ProbeState {
     phase: Phase,
     stretch: u64,
+    paid_stretch: u64,
 }
 
 /// Each stretch is this many times the one before ...
@@ -164,6 +174,7 @@ impl Probe {
             on: (Duration::ZERO, 0),
             off: (Duration::ZERO, 0),
             stretch: 1,
+            paid_stretch: 1,
             probes: 0,
             paid: 0,
             switched_off: 0,
@@ -174,12 +185,17 @@ impl Probe {
 
     /// A probe that goes on from `state` (with fresh figures).
     pub(crate) fn resume(units: u32, margin: f64, state: ProbeState) -> Self {
-        Probe { phase: state.phase, stretch: state.stretch, ..Probe::new(units, margin) }
+        Probe {
+            phase: state.phase,
+            stretch: state.stretch,
+            paid_stretch: state.paid_stretch,
+            ..Probe::new(units, margin)
+        }
     }
 
     /// Where it stands now.
     pub(crate) fn state(&self) -> ProbeState {
-        ProbeState { phase: self.phase, stretch: self.stretch }
+        ProbeState { phase: self.phase, stretch: self.stretch, paid_stretch: self.paid_stretch }
     }
 
     /// Whether the unit about to be handed over goes to the helper.
@@ -235,13 +251,16 @@ impl Probe {
         };
         self.last_on_ns = on as u64;
         self.last_off_ns = off as u64;
-        let next = self.stretch * self.units;
-        self.stretch = (self.stretch * GROWTH).min(MAX_STRETCH);
         if on < off * (1.0 - self.margin) {
             self.paid += 1;
+            let next = self.paid_stretch * self.units;
+            self.paid_stretch = (self.paid_stretch * 2).min(MAX_STRETCH);
             Phase::On { left: next, measure: false }
         } else {
             self.switched_off += 1;
+            let next = self.stretch * self.units;
+            self.stretch = (self.stretch * GROWTH).min(MAX_STRETCH);
+            self.paid_stretch = 1;
             Phase::Off { left: next }
         }
     }
@@ -472,13 +491,26 @@ mod tests {
         for _ in 0..4 {
             p.unit(us(20), false);
         }
-        // 30 µs with, 20 µs without: it does not pay; off for 4 windows (16 units).
+        // 30 µs with, 20 µs without: it does not pay; off for 1 window
+        // (the first "not paid"), the next time for 4.
         assert_eq!((p.probes, p.paid, p.switched_off), (2, 1, 1));
-        for _ in 0..16 {
+        for _ in 0..4 {
             assert!(!p.helper_on() && !p.measuring());
             p.unit(None, false);
         }
         assert!(p.helper_on(), "tried again after the stretch");
+        for _ in 0..4 {
+            p.unit(us(30), true);
+        }
+        for _ in 0..4 {
+            p.unit(us(20), false);
+        }
+        assert_eq!(p.switched_off, 2);
+        for _ in 0..16 {
+            assert!(!p.helper_on());
+            p.unit(None, false);
+        }
+        assert!(p.helper_on());
         // The state carries over to a new run's probe, without the figures.
         let q = Probe::resume(4, 0.02, p.state());
         assert_eq!((q.state(), q.probes), (p.state(), 0));

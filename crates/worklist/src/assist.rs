@@ -120,6 +120,16 @@ pub trait Assist<S: Skeleton>: Sync {
     /// are called for it).
     fn channel(&self, worker: &WorkerInfo, helper: Option<HelperPlace>) -> Self::Channel;
 
+    /// Whether `channel`'s helper thread is started in this run (default:
+    /// yes). An implementation that knows its helper would stay switched
+    /// off anyway (it measured that it does not pay) saves the thread's
+    /// start and join; the worker runs the assisted loop all the same, so
+    /// the implementation still sees every unit.
+    fn start_helper(&self, channel: &Self::Channel) -> bool {
+        let _ = channel;
+        true
+    }
+
     /// Runs once on the worker thread, after it is pinned, before its first unit.
     fn worker_start(&self, channel: &Self::Channel) -> Self::WorkerSide;
 

@@ -167,7 +167,9 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     // nobody would tell it to finish.
                     .filter(|(_, w)| w.is_ok())
                     .filter_map(|(((info, channel), place), _)| {
-                        place.map(|p| spawn_helper(scope, &state, *info, p, assist, channel))
+                        place
+                            .filter(|_| assist.start_helper(channel))
+                            .map(|p| spawn_helper(scope, &state, *info, p, assist, channel))
                     })
                     .collect()
             } else {
