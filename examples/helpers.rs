@@ -30,7 +30,9 @@ use clap::Parser;
 use serde_json::{Value, json};
 use skelaff::helpers::{HelperConfig, IdlePolicy, Prefetch, ShadowConfig};
 use skelaff::stm::{TVar, TxError, TxOps};
-use skelaff::worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
+use skelaff::worklist::{
+    Builder, HelperFigures, HelperPlace, HelperSite, Helpers, ProcessCtx, RunReport, Skeleton, WorkerInfo,
+};
 
 use skelaff_bench_support::chase;
 
@@ -70,18 +72,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn figure(r: &RunReport, name: &str) -> u64 {
-    r.helpers.per_helper.iter().flatten().filter(|(k, _)| k == name).map(|(_, v)| v).sum()
+/// Every helper's figures of a run, summed (zeros when no helper ran).
+fn helpers_total(r: &RunReport) -> HelperFigures {
+    r.helpers.total().unwrap_or_else(|| HelperFigures::new(HelperPlace { cpu: None, site: HelperSite::Unpinned }))
 }
 
-fn worker_figure(r: &RunReport, name: &str) -> Option<u64> {
-    r.helpers.per_worker.iter().flatten().find(|(k, _)| k == name).map(|(_, v)| *v)
+/// The first worker's CPU time, when its counters were on.
+fn worker_clock(r: &RunReport) -> Option<u64> {
+    r.helpers.per_worker.first().and_then(|c| c.task_clock_ns)
 }
 
+/// Fixed settings (no tuning), with counters so the worker's CPU time is reported.
 fn fixed(lifespan: u64, prefetch: Prefetch) -> HelperConfig {
     HelperConfig {
         shadow: ShadowConfig { lifespan, prefetch, ..ShadowConfig::default() },
         adaptive: None,
+        counters: true,
         ..HelperConfig::default()
     }
 }
@@ -129,7 +135,7 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
 
     let mut configs: Vec<(String, Option<(Helpers, HelperConfig)>)> = vec![
         ("off (run)".to_owned(), None),
-        ("off (run_with)".to_owned(), Some((Helpers::Off, HelperConfig::default()))),
+        ("off (run_with)".to_owned(), Some((Helpers::Off, HelperConfig { counters: true, ..HelperConfig::default() }))),
         ("on".to_owned(), Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::Load)))),
         ("on, prefetch hint".to_owned(), Some((Helpers::On, fixed(ShadowConfig::DEFAULT_LIFESPAN, Prefetch::Hint)))),
         (
@@ -174,30 +180,30 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
         let m = median(times[i].clone());
         let r = last[i].as_ref().expect("ran");
         let ns = m * 1e9 / hops_per_run;
+        let h = helpers_total(r);
         println!(
             "{name:>22} {ns:>9.1} {:>7.2}x {:>9} {:>10} {:>10} {:>10} {:>12}",
             base / m,
-            figure(r, "units_shadowed"),
-            figure(r, "completed"),
-            figure(r, "stopped_overtaken"),
-            figure(r, "stopped_lifespan"),
-            figure(r, "words_prefetched")
+            h.units_shadowed,
+            h.ends.completed,
+            h.ends.overtaken,
+            h.ends.lifespan,
+            h.words_prefetched
         );
         rows.push(json!({
             "config": name,
             "ns_per_hop": ns,
             "speedup_vs_off": base / m,
             "seconds_median": m,
-            "helper": r.helpers.per_helper.first().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()),
-            "worker_counters": r.helpers.per_worker.first().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()),
+            "helper": r.helpers.per_helper.first(),
+            "worker_counters": r.helpers.per_worker.first(),
         }));
     }
     if let Some(r) = &last[2] {
         for n in &r.helpers.notes {
             println!("note: {n}");
         }
-        let (off_clock, on_clock) =
-            (last[1].as_ref().and_then(|r| worker_figure(r, "task_clock_ns")), worker_figure(r, "task_clock_ns"));
+        let (off_clock, on_clock) = (last[1].as_ref().and_then(worker_clock), worker_clock(r));
         if let (Some(a), Some(b)) = (off_clock, on_clock) {
             println!("worker task clock, last run: off {:.3} s, on {:.3} s", a as f64 / 1e9, b as f64 / 1e9);
         }
@@ -226,9 +232,16 @@ struct Segments {
 impl Skeleton for Segments {
     type Unit = u64;
     type Shared = ();
-    type Local = ();
+    type PerWorker = ();
     fn init_worker(&self, _: &(), _: &WorkerInfo) {}
-    fn process<X: TxOps>(&self, tx: &mut X, _: &u64, _: &mut (), _: &(), _: &mut Ctx<u64>) -> Result<(), TxError> {
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        _: &u64,
+        _: &mut (),
+        _: &(),
+        _: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
         for _ in 0..self.segments {
             std::hint::black_box(tx.read(&self.x)?);
             let t = Instant::now();
@@ -263,9 +276,10 @@ fn idle_figures(args: &Args) -> Value {
                     shadow: ShadowConfig { lifespan: 1, ..ShadowConfig::default() },
                     idle: p.unwrap_or_default(),
                     adaptive: None,
+                    counters: true,
                     ..HelperConfig::default()
                 };
-                let mut wl = Worklist::builder()
+                let mut wl = Builder::new()
                     .threads(1)
                     .helpers(if p.is_some() { Helpers::On } else { Helpers::Off })
                     .build(&skel, &())
@@ -281,13 +295,14 @@ fn idle_figures(args: &Args) -> Value {
         for (i, (name, _)) in policies.iter().enumerate() {
             let m = median(times[i].clone());
             let r = last[i].as_ref().expect("ran");
-            let cpu = figure(r, "helper_task_clock_ns") as f64 / (r.wall.as_secs_f64() * 1e9) * 100.0;
+            let h = helpers_total(r);
+            let cpu = h.task_clock_ns.unwrap_or(0) as f64 / (r.wall.as_secs_f64() * 1e9) * 100.0;
             let ns = m * 1e9 / units as f64;
             println!(
                 "{:>7}µs {name:>26} {ns:>12.0} {:>9.3}x {:>10} {:>13.1}%",
                 unit_us,
                 m / base,
-                figure(r, "worker_wakeups"),
+                h.worker_wakeups,
                 if i == 0 { 0.0 } else { cpu }
             );
             rows.push(json!({
@@ -295,8 +310,8 @@ fn idle_figures(args: &Args) -> Value {
                 "policy": name,
                 "ns_per_unit": ns,
                 "ratio_vs_off": m / base,
-                "worker_wakeups": figure(r, "worker_wakeups"),
-                "idle_parks": figure(r, "idle_parks"),
+                "worker_wakeups": h.worker_wakeups,
+                "idle_parks": h.idle_parks,
                 "helper_cpu_percent": if i == 0 { 0.0 } else { cpu },
             }));
         }
@@ -311,8 +326,8 @@ fn stamp_figures(args: &Args) -> Result<Value, String> {
         return Ok(json!([]));
     }
     println!(
-        "{:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>11} {:>11}",
-        "app", "off s", "on s", "off/on", "shadowed", "completed", "overtaken", "prefetched"
+        "{:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>11} {:>11} {:>9}",
+        "app", "off s", "on s", "off/on", "shadowed", "completed", "overtaken", "prefetched", "skipped"
     );
     let mut rows = Vec::new();
     for app in apps {
@@ -333,14 +348,16 @@ fn stamp_figures(args: &Args) -> Result<Value, String> {
         }
         let (off, on) = (median(t[0].clone()), median(t[1].clone()));
         let r = last.ok_or_else(|| format!("{}: no report", app.name))?;
+        let h = helpers_total(&r);
         println!(
-            "{:>10} {off:>10.4} {on:>10.4} {:>8.3}x {:>9} {:>10} {:>11} {:>11}",
+            "{:>10} {off:>10.4} {on:>10.4} {:>8.3}x {:>9} {:>10} {:>11} {:>11} {:>9}",
             app.name,
             off / on,
-            figure(&r, "units_shadowed"),
-            figure(&r, "completed"),
-            figure(&r, "stopped_overtaken"),
-            figure(&r, "words_prefetched")
+            h.units_shadowed,
+            h.ends.completed,
+            h.ends.overtaken,
+            h.words_prefetched,
+            h.units_skipped_off
         );
         rows.push(json!({
             "app": app.name,
@@ -348,7 +365,7 @@ fn stamp_figures(args: &Args) -> Result<Value, String> {
             "off_seconds": off,
             "on_seconds": on,
             "speedup_on_vs_off": off / on,
-            "helper": r.helpers.per_helper.first().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()),
+            "helper": r.helpers.per_helper.first(),
         }));
     }
     Ok(json!(rows))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use skelaff_helper_threads::{HelperConfig, HelperThreads};
 use skelaff_stm::{TVar, TxError, TxOps};
-use skelaff_worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
+use skelaff_worklist::{Builder, Helpers, ProcessCtx, RunReport, Skeleton, WorkerInfo};
 
 /// One node per cache line: the link to follow and a value to add.
 #[derive(Debug)]
@@ -84,7 +84,7 @@ impl Chase {
 impl Skeleton for Chase {
     type Unit = u64;
     type Shared = TVar<u64>;
-    type Local = ();
+    type PerWorker = ();
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
     fn process<X: TxOps>(
         &self,
@@ -92,7 +92,7 @@ impl Skeleton for Chase {
         &u: &u64,
         _: &mut (),
         total: &TVar<u64>,
-        _: &mut Ctx<u64>,
+        _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let mut at = self.start(u);
         let mut s = 0u64;
@@ -120,7 +120,7 @@ pub fn run(
     helpers: Option<(Helpers, &HelperConfig)>,
 ) -> (Duration, u64, RunReport) {
     let total = TVar::new(0u64);
-    let mut wl = Worklist::builder()
+    let mut wl = Builder::new()
         .threads(1)
         .helpers(helpers.map_or(Helpers::Off, |h| h.0))
         .shuffle(None)

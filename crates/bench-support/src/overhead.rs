@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Worker};
 use skelaff_stm::{TxError, TxOps};
-use skelaff_worklist::{Ctx, Distribution, Skeleton, WorkerInfo, Worklist};
+use skelaff_worklist::{Builder, Distribution, ProcessCtx, Skeleton, WorkerInfo};
 
 /// Units that do nothing, each in a (read-only, empty) transaction.
 #[derive(Debug)]
@@ -18,11 +18,18 @@ pub struct Empty;
 impl Skeleton for Empty {
     type Unit = u64;
     type Shared = ();
-    type Local = u64;
+    type PerWorker = u64;
     fn init_worker(&self, _: &(), _: &WorkerInfo) -> u64 {
         0
     }
-    fn process<X: TxOps>(&self, _: &mut X, u: &u64, seen: &mut u64, _: &(), _: &mut Ctx<u64>) -> Result<(), TxError> {
+    fn process<X: TxOps>(
+        &self,
+        _: &mut X,
+        u: &u64,
+        seen: &mut u64,
+        _: &(),
+        _: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
         *seen = seen.wrapping_add(black_box(*u));
         Ok(())
     }
@@ -32,8 +39,7 @@ impl Skeleton for Empty {
 /// of seeding and running.
 pub fn skelaff(units: u64, threads: usize, distribution: Distribution) -> Duration {
     let start = Instant::now();
-    let mut wl =
-        Worklist::builder().threads(threads).distribution(distribution).build(&Empty, &()).expect("threads > 0");
+    let mut wl = Builder::new().threads(threads).distribution(distribution).build(&Empty, &()).expect("threads > 0");
     wl.add_work_units(0..units);
     let report = wl.run().expect("the empty skeleton cannot fail");
     assert_eq!(report.units, units);

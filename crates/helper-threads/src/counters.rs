@@ -6,6 +6,7 @@
 
 use perf_event::events::{Cache, CacheOp, CacheResult, Software, WhichCache};
 use perf_event::{Builder, Counter};
+use skelaff_worklist::CounterFigures;
 
 /// Which counters a [`ThreadCounters`] could open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,14 +32,24 @@ pub enum CounterKind {
 /// let figures = c.read();
 /// match c.kind() {
 ///     CounterKind::None => assert!(figures.is_empty()),
-///     _ => assert!(figures.iter().any(|(name, _)| name == "task_clock_ns")),
+///     CounterKind::Software => assert!(figures.task_clock_ns.is_some() && figures.llc_read_misses.is_none()),
+///     CounterKind::Hardware => assert!(figures.llc_read_misses.is_some()),
 /// }
 /// ```
 #[derive(Debug)]
 pub struct ThreadCounters {
     kind: CounterKind,
-    counters: Vec<(&'static str, Counter)>,
+    counters: Vec<(Which, Counter)>,
     note: Option<String>,
+}
+
+/// Which figure a counter feeds.
+#[derive(Debug, Clone, Copy)]
+enum Which {
+    LlcMisses,
+    LlcAccesses,
+    TaskClock,
+    PageFaults,
 }
 
 const LLC_MISS: Cache = Cache { which: WhichCache::LL, operation: CacheOp::READ, result: CacheResult::MISS };
@@ -60,8 +71,8 @@ impl ThreadCounters {
         let hw = open_one(LLC_MISS).and_then(|m| open_one(LLC_ACCESS).map(|a| (m, a)));
         let kind = match hw {
             Ok((m, a)) => {
-                counters.push(("llc_read_misses", m));
-                counters.push(("llc_read_accesses", a));
+                counters.push((Which::LlcMisses, m));
+                counters.push((Which::LlcAccesses, a));
                 CounterKind::Hardware
             }
             Err(e) => {
@@ -73,8 +84,8 @@ impl ThreadCounters {
         };
         match (open_one(Software::TASK_CLOCK), open_one(Software::PAGE_FAULTS)) {
             (Ok(t), Ok(p)) => {
-                counters.push(("task_clock_ns", t));
-                counters.push(("page_faults", p));
+                counters.push((Which::TaskClock, t));
+                counters.push((Which::PageFaults, p));
             }
             (Err(e), _) | (_, Err(e)) => {
                 if kind == CounterKind::Software {
@@ -96,9 +107,19 @@ impl ThreadCounters {
         self.note.as_deref()
     }
 
-    /// The counts since `open`, by name (a counter that cannot be read is
-    /// left out).
-    pub fn read(&mut self) -> Vec<(String, u64)> {
-        self.counters.iter_mut().filter_map(|(name, c)| c.read().ok().map(|v| ((*name).to_owned(), v))).collect()
+    /// The counts since `open` (a counter that is not open or cannot be
+    /// read is `None`).
+    pub fn read(&mut self) -> CounterFigures {
+        let mut f = CounterFigures::default();
+        for (which, c) in &mut self.counters {
+            let v = c.read().ok();
+            match which {
+                Which::LlcMisses => f.llc_read_misses = v,
+                Which::LlcAccesses => f.llc_read_accesses = v,
+                Which::TaskClock => f.task_clock_ns = v,
+                Which::PageFaults => f.page_faults = v,
+            }
+        }
+        f
     }
 }

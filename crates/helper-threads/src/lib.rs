@@ -1,56 +1,27 @@
 #![doc = include_str!("../README.md")]
 
+mod channel;
 pub mod counters;
 mod error;
 mod helper;
 mod log;
 mod shadow;
+mod stop;
 mod tuning;
 
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use channel::{HelperChannel, WorkerSide};
 pub use error::ConfigError;
-pub use helper::{IdlePolicy, Link};
 pub use log::{Full, MAX_LOG_CAPACITY, WriteLog};
 pub use shadow::{MAX_LIFESPAN, Prefetch, ShadowConfig, ShadowEnd, ShadowTx};
+pub use skelaff_numa_alloc::idle::IdlePolicy;
+pub use stop::StopReason;
 pub use tuning::Tuning;
 
-/// Figures that are settings or places, not counts: merging keeps the last.
-const SETTINGS: [&str; 6] =
-    ["cpu", "dedicated_cpu", "lifespan_final", "log_capacity_final", "timing_last_on_ns", "timing_last_off_ns"];
-
-/// Adds the figures of one run of a helper (or a worker's counters) into
-/// `into`, for programs made of several skeleton runs: counts are summed,
-/// settings (`cpu`, `dedicated_cpu`, `lifespan_final`,
-/// `log_capacity_final`) take the later value, and the coverage and
-/// accuracy ratios are recomputed from the summed line counts.
-///
-/// # Examples
-///
-/// ```
-/// use skelaff_helper_threads::merge_figures;
-///
-/// let f = |v: &[(&str, u64)]| v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<Vec<_>>();
-/// let mut total = f(&[("units_shadowed", 3), ("lifespan_final", 64)]);
-/// merge_figures(&mut total, &f(&[("units_shadowed", 4), ("lifespan_final", 128), ("idle_parks", 1)]));
-/// assert_eq!(total, f(&[("units_shadowed", 7), ("lifespan_final", 128), ("idle_parks", 1)]));
-/// ```
-pub fn merge_figures(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
-    for (k, v) in from {
-        match into.iter_mut().find(|(n, _)| n == k) {
-            Some((_, x)) if SETTINGS.contains(&k.as_str()) => *x = *v,
-            Some((_, x)) => *x += v,
-            None => into.push((k.clone(), *v)),
-        }
-    }
-    let get = |into: &Vec<(String, u64)>, k: &str| into.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-    let useful = get(into, "tuning_useful_lines");
-    for (ratio, base) in [("coverage_permille", "tuning_worker_lines"), ("accuracy_permille", "tuning_shadow_lines")] {
-        if let (Some(u), Some(b)) = (useful, get(into, base)) {
-            if let Some((_, x)) = into.iter_mut().find(|(n, _)| n == ratio) {
-                *x = (u * 1000).checked_div(b).unwrap_or(0);
-            }
-        }
-    }
-}
+use tuning::{Probe, ProbeState};
 
 /// Everything a helper thread does, and how.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,7 +35,9 @@ pub struct HelperConfig {
     pub adaptive: Option<Tuning>,
     /// Open perf counters on every worker (LLC misses, or task clock and
     /// page faults where the machine has no hardware counters) and every
-    /// helper (task clock).
+    /// helper (task clock). Off by default: opening them costs each run a
+    /// few system calls per thread, which programs made of many short runs
+    /// feel.
     pub counters: bool,
     /// Keep panics of shadows off stderr (a process-wide panic hook that
     /// forwards every other panic to the hook installed before it).
@@ -77,7 +50,7 @@ impl Default for HelperConfig {
             shadow: ShadowConfig::default(),
             idle: IdlePolicy::default(),
             adaptive: Some(Tuning::default()),
-            counters: true,
+            counters: false,
             quiet_panics: true,
         }
     }
@@ -101,9 +74,15 @@ impl Default for HelperConfig {
 /// # Examples
 ///
 /// See the crate documentation.
+/// One `HelperThreads` used for several runs (the iterations of kmeans,
+/// say) carries each worker's timing probe from one run to the next, so a
+/// helper found not to pay stays off instead of being tried again in every
+/// run.
 #[derive(Debug, Clone, Default)]
 pub struct HelperThreads {
     pub(crate) config: HelperConfig,
+    /// Where each worker's timing probe stood at the end of the last run.
+    probes: Arc<Mutex<Vec<Option<ProbeState>>>>,
 }
 
 impl HelperThreads {
@@ -118,7 +97,26 @@ impl HelperThreads {
         if let Some(t) = &config.adaptive {
             t.check(config.shadow.lifespan, config.shadow.log_capacity)?;
         }
-        Ok(HelperThreads { config })
+        Ok(HelperThreads { config, probes: Arc::default() })
+    }
+
+    /// The timing probe for worker `index` (adaptive tuning only): where
+    /// the last run left it, or a new one.
+    pub(crate) fn probe_for(&self, index: usize) -> Option<Probe> {
+        let t = self.config.adaptive.filter(|t| t.probe_units > 0)?;
+        Some(match self.probes.lock().get(index).copied().flatten() {
+            Some(state) => Probe::resume(t.probe_units, t.margin, state),
+            None => Probe::new(t.probe_units, t.margin),
+        })
+    }
+
+    /// Keeps where worker `index`'s probe stands for the next run.
+    pub(crate) fn remember_probe(&self, index: usize, probe: &Probe) {
+        let mut v = self.probes.lock();
+        if v.len() <= index {
+            v.resize(index + 1, None);
+        }
+        v[index] = Some(probe.state());
     }
 
     /// The configuration.

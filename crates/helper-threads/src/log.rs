@@ -15,7 +15,7 @@ use crate::error::ConfigError;
 pub const MAX_LOG_CAPACITY: usize = 1 << 24;
 
 #[derive(Clone, Copy, Default)]
-struct Slot {
+struct LogEntry {
     key: usize,
     value: u64,
     stamp: u32,
@@ -43,7 +43,7 @@ pub struct Full;
 /// # Ok::<(), skelaff_helper_threads::ConfigError>(())
 /// ```
 pub struct WriteLog {
-    slots: Box<[Slot]>,
+    slots: Box<[LogEntry]>,
     shift: u32,
     mask: usize,
     capacity: usize,
@@ -76,7 +76,7 @@ impl WriteLog {
         }
         let size = (2 * capacity).next_power_of_two().max(8);
         Ok(WriteLog {
-            slots: vec![Slot::default(); size].into_boxed_slice(),
+            slots: vec![LogEntry::default(); size].into_boxed_slice(),
             shift: 64 - size.trailing_zeros(),
             mask: size - 1,
             capacity,
@@ -137,7 +137,7 @@ impl WriteLog {
                 if self.len == self.capacity {
                     return Err(Full);
                 }
-                *s = Slot { key: addr, value, stamp };
+                *s = LogEntry { key: addr, value, stamp };
                 self.len += 1;
                 self.filter |= 1 << (h & 63);
                 return Ok(());
@@ -157,7 +157,7 @@ impl WriteLog {
         self.filter = 0;
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
-            self.slots.fill(Slot::default());
+            self.slots.fill(LogEntry::default());
             self.stamp = 1;
         }
     }

@@ -3,10 +3,11 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use skelaff_stm::{EpochGuard, ErasedBox, StopReason, TPtr, TVar, TxError, TxOps, Word};
+use skelaff_stm::{EpochGuard, ErasedBox, TPtr, TVar, TxError, TxOps, Word};
 
 use crate::error::ConfigError;
 use crate::log::{MAX_LOG_CAPACITY, WriteLog};
+use crate::stop::StopReason;
 
 /// The largest lifespan accepted (2^40 words read).
 pub const MAX_LIFESPAN: u64 = 1 << 40;
@@ -17,7 +18,19 @@ pub const MAX_LIFESPAN: u64 = 1 << 40;
 const CALLS_AFTER_STOP: u32 = 64;
 
 /// How a shadow touches the words it reads and writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = ConfigError, parse_err_fn = unknown_prefetch)]
 pub enum Prefetch {
     /// Reads are plain atomic loads (they bring the line in); written words
     /// are not touched.
@@ -33,30 +46,9 @@ pub enum Prefetch {
     HintLocks,
 }
 
-impl fmt::Display for Prefetch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Prefetch::Load => "load",
-            Prefetch::Hint => "hint",
-            Prefetch::HintLocks => "hint-locks",
-        })
-    }
-}
-
-impl std::str::FromStr for Prefetch {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, ConfigError> {
-        match s.trim() {
-            "load" => Ok(Prefetch::Load),
-            "hint" => Ok(Prefetch::Hint),
-            "hint-locks" => Ok(Prefetch::HintLocks),
-            other => Err(ConfigError::Unknown {
-                what: "prefetch mode",
-                got: other.to_owned(),
-                allowed: "load, hint, hint-locks",
-            }),
-        }
-    }
+fn unknown_prefetch(given: &str) -> ConfigError {
+    use strum::VariantNames;
+    ConfigError::UnknownName { what: "prefetch mode", given: given.to_owned(), allowed: Prefetch::VARIANTS }
 }
 
 #[inline(always)]
@@ -123,8 +115,8 @@ pub struct ShadowEnd {
 /// # Examples
 ///
 /// ```
-/// use skelaff_helper_threads::{ShadowConfig, ShadowTx};
-/// use skelaff_stm::{StopReason, TVar, TxError, TxOps};
+/// use skelaff_helper_threads::{ShadowConfig, ShadowTx, StopReason};
+/// use skelaff_stm::{TVar, TxError, TxOps};
 ///
 /// let (a, b) = (TVar::new(1u64), TVar::new(2u64));
 /// let mut sh = ShadowTx::new(&ShadowConfig { lifespan: 3, log_capacity: 4, ..Default::default() })?;
@@ -132,7 +124,8 @@ pub struct ShadowEnd {
 /// sh.write(&a, 10).unwrap();
 /// assert_eq!(sh.read(&a), Ok(10)); // its own write
 /// assert_eq!(sh.read(&b), Ok(2)); // shared memory
-/// assert_eq!(sh.read(&b), Err(TxError::Stop(StopReason::LifespanExhausted)));
+/// assert_eq!(sh.read(&b), Err(StopReason::LifespanExhausted.into()));
+/// assert_eq!(sh.stop_reason(), Some(StopReason::LifespanExhausted));
 /// let end = sh.end();
 /// assert_eq!((end.stop, end.loads, end.log_hits), (Some(StopReason::LifespanExhausted), 1, 1));
 /// assert_eq!(a.load(), 1); // nothing was published
@@ -319,7 +312,9 @@ impl<'c> ShadowTx<'c> {
         self.guard = None;
     }
 
-    /// Why the running shadow stopped, if it did.
+    /// Why the running shadow stopped, if it did (user code that wants to
+    /// know, in a shadow, whether to go on; `None` while it runs, and
+    /// `Some(Cancelled)` between shadows).
     pub fn stop_reason(&self) -> Option<StopReason> {
         self.stop
     }
@@ -335,11 +330,11 @@ impl<'c> ShadowTx<'c> {
                         "shadow transaction: user code called {CALLS_AFTER_STOP} more operations after the shadow stopped ({first})"
                     );
                 }
-                TxError::Stop(first)
+                first.into()
             }
             None => {
                 self.stop = Some(reason);
-                TxError::Stop(reason)
+                reason.into()
             }
         }
     }
@@ -451,9 +446,9 @@ mod tests {
             for v in &vars[..4] {
                 sh.update(v, |x| x + 100).unwrap();
             }
-            assert_eq!(sh.write(&vars[4], 1), Err(TxError::Stop(StopReason::WriteLogFull)));
+            assert_eq!(sh.write(&vars[4], 1), Err(TxError::from(StopReason::WriteLogFull)));
             // Everything after a stop returns the stop.
-            assert_eq!(sh.read(&vars[0]), Err(TxError::Stop(StopReason::WriteLogFull)));
+            assert_eq!(sh.read(&vars[0]), Err(TxError::from(StopReason::WriteLogFull)));
             let end = sh.end();
             assert_eq!(end.stop, Some(StopReason::WriteLogFull));
             assert_eq!((end.logged, end.loads), (4, 4));
@@ -473,7 +468,7 @@ mod tests {
         sh.begin(Some((&word, 5)));
         assert_eq!(sh.read(&v), Ok(1));
         word.store(6, Ordering::Relaxed);
-        assert_eq!(sh.read(&v), Err(TxError::Stop(StopReason::Cancelled)));
+        assert_eq!(sh.read(&v), Err(TxError::from(StopReason::Cancelled)));
         assert_eq!(sh.end().stop, Some(StopReason::Cancelled));
     }
 
@@ -523,7 +518,7 @@ mod tests {
     fn retry_is_unsupported_and_config_is_checked() {
         let mut sh = ShadowTx::new(&cfg(10, 2)).unwrap();
         sh.begin(None);
-        assert_eq!(sh.retry(), TxError::Stop(StopReason::Unsupported));
+        assert_eq!(sh.retry(), TxError::from(StopReason::Unsupported));
         assert!(ShadowTx::new(&cfg(0, 2)).is_err());
         assert!(ShadowTx::new(&cfg(1, 0)).is_err());
         assert!(sh.set_lifespan(0).is_err());

@@ -31,12 +31,22 @@
 //! from its start to its commit, and alternates windows of `probe_units`
 //! units with the helper on and windows with it off. If the units run
 //! with the helper are not faster by `margin`, the helper is switched off
-//! for a stretch that doubles each time (up to 64 windows); if they are,
-//! the next probe comes after a stretch that doubles likewise.
+//! for a stretch that grows fourfold each time (up to 256 windows); if
+//! they are, the next probe comes after a stretch that doubles with every
+//! paying probe in a row and starts again at one window after a probe that
+//! did not pay (unit times are noisy: one lucky probe must not keep a
+//! useless helper on for long). A
+//! helper that cannot help (the data is in cache already, so shadowing it
+//! only moves lines between the caches) is thus on for one window in the
+//! first two, then for ever fewer (the four windows of its first 3000
+//! units or so, then one in 258 windows: under half a percent of the
+//! units in a long run). Where the probe
+//! stands carries over to the next run of the same `HelperThreads` (kmeans
+//! and genome are made of many short runs).
 
 use std::time::Duration;
 
-use skelaff_stm::StopReason;
+use crate::stop::StopReason;
 
 use crate::error::ConfigError;
 
@@ -57,7 +67,8 @@ pub struct Tuning {
     pub off_units: u64,
     /// Most worker accesses recorded per sampled unit.
     pub sample_cap: usize,
-    /// Units per timing window (0: no timing probe).
+    /// Units per timing window (0: no timing probe). Small windows decide
+    /// sooner, at the price of noisier means (the margin absorbs some).
     pub probe_units: u32,
     /// How much faster units must run with the helper for it to stay on.
     pub margin: f64,
@@ -73,7 +84,7 @@ impl Default for Tuning {
             min_coverage: 0.05,
             off_units: 256,
             sample_cap: 1 << 14,
-            probe_units: 128,
+            probe_units: 32,
             margin: 0.02,
         }
     }
@@ -102,7 +113,7 @@ impl Tuning {
 }
 
 /// The worker's timing probe: is the helper worth it? Runs on the worker
-/// thread only.
+/// thread only (it lives in the worker's own state, behind no lock).
 #[derive(Debug, Clone)]
 pub(crate) struct Probe {
     units: u64,
@@ -112,8 +123,14 @@ pub(crate) struct Probe {
     on: (Duration, u64),
     /// Unhelped units' time and count in the current probe window.
     off: (Duration, u64),
-    /// Windows before the next probe (when paying) or before trying again (when not).
+    /// Windows before trying again after a probe where the helper did not
+    /// pay: grows fourfold with every such probe, and never shrinks.
     stretch: u64,
+    /// Windows before the next probe after one where it paid: doubles
+    /// with every paying probe in a row, and starts again at one after a
+    /// probe where it did not (so one lucky probe of a helper that does not
+    /// pay keeps it on for one window, not for a long stretch).
+    paid_stretch: u64,
     pub(crate) probes: u64,
     pub(crate) paid: u64,
     pub(crate) switched_off: u64,
@@ -132,7 +149,20 @@ enum Phase {
     Off { left: u64 },
 }
 
-const MAX_STRETCH: u64 = 64;
+/// Where a probe stands, carried from one skeleton run to the next of the
+/// same [`HelperThreads`](crate::HelperThreads) (programs made of many
+/// short runs would otherwise pay a fresh on-window in every one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProbeState {
+    phase: Phase,
+    stretch: u64,
+    paid_stretch: u64,
+}
+
+/// Each stretch is this many times the one before ...
+const GROWTH: u64 = 4;
+/// ... up to this many windows.
+const MAX_STRETCH: u64 = 256;
 
 impl Probe {
     pub(crate) fn new(units: u32, margin: f64) -> Self {
@@ -144,6 +174,7 @@ impl Probe {
             on: (Duration::ZERO, 0),
             off: (Duration::ZERO, 0),
             stretch: 1,
+            paid_stretch: 1,
             probes: 0,
             paid: 0,
             switched_off: 0,
@@ -152,17 +183,38 @@ impl Probe {
         }
     }
 
+    /// A probe that goes on from `state` (with fresh figures).
+    pub(crate) fn resume(units: u32, margin: f64, state: ProbeState) -> Self {
+        Probe {
+            phase: state.phase,
+            stretch: state.stretch,
+            paid_stretch: state.paid_stretch,
+            ..Probe::new(units, margin)
+        }
+    }
+
+    /// Where it stands now.
+    pub(crate) fn state(&self) -> ProbeState {
+        ProbeState { phase: self.phase, stretch: self.stretch, paid_stretch: self.paid_stretch }
+    }
+
     /// Whether the unit about to be handed over goes to the helper.
     pub(crate) fn helper_on(&self) -> bool {
         matches!(self.phase, Phase::On { .. })
     }
 
-    /// A unit took `took`; `helped`: it had been handed to the helper.
-    pub(crate) fn unit(&mut self, took: Duration, helped: bool) {
+    /// Whether the unit starting now is timed.
+    pub(crate) fn measuring(&self) -> bool {
+        matches!(self.phase, Phase::On { measure: true, .. } | Phase::Probe { .. })
+    }
+
+    /// A unit finished; `took`: its time, if it was timed; `helped`: it
+    /// had been handed to the helper.
+    pub(crate) fn unit(&mut self, took: Option<Duration>, helped: bool) {
         self.phase = match self.phase {
             Phase::On { left, measure } => {
-                if measure && helped {
-                    self.on.0 += took;
+                if let (true, true, Some(t)) = (measure, helped, took) {
+                    self.on.0 += t;
                     self.on.1 += 1;
                 }
                 match (left.saturating_sub(1), measure) {
@@ -172,8 +224,8 @@ impl Probe {
                 }
             }
             Phase::Probe { left } => {
-                if !helped {
-                    self.off.0 += took;
+                if let (false, Some(t)) = (helped, took) {
+                    self.off.0 += t;
                     self.off.1 += 1;
                 }
                 if left > 1 { Phase::Probe { left: left - 1 } } else { self.decide() }
@@ -201,13 +253,14 @@ impl Probe {
         self.last_off_ns = off as u64;
         if on < off * (1.0 - self.margin) {
             self.paid += 1;
-            let next = self.stretch * self.units;
-            self.stretch = (self.stretch * 2).min(MAX_STRETCH);
+            let next = self.paid_stretch * self.units;
+            self.paid_stretch = (self.paid_stretch * 2).min(MAX_STRETCH);
             Phase::On { left: next, measure: false }
         } else {
             self.switched_off += 1;
             let next = self.stretch * self.units;
-            self.stretch = (self.stretch * 2).min(MAX_STRETCH);
+            self.stretch = (self.stretch * GROWTH).min(MAX_STRETCH);
+            self.paid_stretch = 1;
             Phase::Off { left: next }
         }
     }
@@ -413,9 +466,9 @@ mod tests {
 
     #[test]
     fn probe_keeps_a_helper_that_pays_and_drops_one_that_does_not() {
-        let us = Duration::from_micros;
+        let us = |n| Some(Duration::from_micros(n));
         let mut p = Probe::new(4, 0.02);
-        assert!(p.helper_on());
+        assert!(p.helper_on() && p.measuring());
         // Helped units take 10 µs, unhelped ones 20 µs: it pays.
         for _ in 0..4 {
             p.unit(us(10), true);
@@ -425,23 +478,69 @@ mod tests {
             p.unit(us(20), false);
         }
         assert_eq!((p.probes, p.paid, p.switched_off), (1, 1, 0));
-        assert!(p.helper_on());
+        assert!(p.helper_on() && !p.measuring());
         assert_eq!((p.last_on_ns, p.last_off_ns), (10_000, 20_000));
         // Unmeasured stretch of 4 units, then a measured window, then a probe.
-        for _ in 0..8 {
+        for _ in 0..4 {
+            p.unit(None, true);
+        }
+        for _ in 0..4 {
             p.unit(us(30), true);
         }
         assert!(!p.helper_on());
         for _ in 0..4 {
             p.unit(us(20), false);
         }
-        // 30 µs with, 20 µs without: it does not pay; off for 2 windows (8 units).
+        // 30 µs with, 20 µs without: it does not pay; off for 1 window
+        // (the first "not paid"), the next time for 4.
         assert_eq!((p.probes, p.paid, p.switched_off), (2, 1, 1));
-        for _ in 0..8 {
-            assert!(!p.helper_on());
-            p.unit(us(20), false);
+        for _ in 0..4 {
+            assert!(!p.helper_on() && !p.measuring());
+            p.unit(None, false);
         }
         assert!(p.helper_on(), "tried again after the stretch");
+        for _ in 0..4 {
+            p.unit(us(30), true);
+        }
+        for _ in 0..4 {
+            p.unit(us(20), false);
+        }
+        assert_eq!(p.switched_off, 2);
+        for _ in 0..16 {
+            assert!(!p.helper_on());
+            p.unit(None, false);
+        }
+        assert!(p.helper_on());
+        // The state carries over to a new run's probe, without the figures.
+        let q = Probe::resume(4, 0.02, p.state());
+        assert_eq!((q.state(), q.probes), (p.state(), 0));
+    }
+
+    #[test]
+    fn a_useless_helper_is_on_for_a_shrinking_share_of_the_units() {
+        // Helped and unhelped units take the same time: the helper never pays.
+        let mut p = Probe::new(32, 0.02);
+        let mut on = 0u64;
+        let n = 100_000;
+        for _ in 0..n {
+            let helped = p.helper_on();
+            on += u64::from(helped);
+            let took = p.measuring().then(|| Duration::from_micros(10));
+            p.unit(took, helped);
+        }
+        // Stretches of 1, 4, 16, 64, then 256 windows off after each probe:
+        // 4 on-windows in the first 2976 units (96 + 192 + 576 + 2112), then
+        // one in 258 windows.
+        assert!(on * 100 <= n, "{on} units of {n} with the helper on");
+        let mut p = Probe::new(32, 0.02);
+        let mut on = 0u64;
+        for _ in 0..2976 {
+            let helped = p.helper_on();
+            on += u64::from(helped);
+            p.unit(p.measuring().then(|| Duration::from_micros(10)), helped);
+        }
+        assert_eq!(on, 4 * 32);
+        assert_eq!(p.paid, 0);
     }
 
     #[test]

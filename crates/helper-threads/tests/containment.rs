@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use skelaff_helper_threads::{HelperConfig, HelperThreads, ShadowConfig};
 use skelaff_stm::{TVar, TxError, TxOps};
-use skelaff_worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
+use skelaff_worklist::{Builder, Helpers, ProcessCtx, RunReport, Skeleton, WorkerInfo};
 
 use common::{helper, within};
 
@@ -43,13 +43,13 @@ struct Naughty {
     helpers: bool,
 }
 
-/// `true` on the helper: the shadow's `Local` comes from `init_helper`.
+/// `true` on the helper: the shadow's `PerWorker` comes from `init_helper`.
 struct IsHelper(bool);
 
 impl Skeleton for Naughty {
     type Unit = u64;
     type Shared = TVar<u64>;
-    type Local = IsHelper;
+    type PerWorker = IsHelper;
 
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) -> IsHelper {
         IsHelper(false)
@@ -64,7 +64,7 @@ impl Skeleton for Naughty {
         &u: &u64,
         local: &mut IsHelper,
         sum: &TVar<u64>,
-        _: &mut Ctx<u64>,
+        _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let c = tx.read(&self.cells[(u % 4) as usize])?;
         if !local.0 && self.helpers {
@@ -128,7 +128,7 @@ fn run(mischief: Mischief, helpers: Helpers) -> (u64, RunReport) {
         ..Default::default()
     };
     let assist = HelperThreads::new(cfg).unwrap();
-    let mut wl = Worklist::builder().threads(1).helpers(helpers).build(&skel, &sum).unwrap();
+    let mut wl = Builder::new().threads(1).helpers(helpers).build(&skel, &sum).unwrap();
     wl.add_work_units(0..300);
     let report = wl.run_with(&assist).unwrap();
     (sum.load(), report)
@@ -151,19 +151,19 @@ fn misbehaving_shadows_are_contained_and_change_nothing() {
         let (on, report) = within(Duration::from_secs(60), "run with helpers", move || run(mischief, Helpers::On));
         assert_eq!(on, expected, "{mischief:?}: results differ with helpers on");
         let h = helper(&report, 0);
-        assert!(h["shadows_run"] > 0, "{mischief:?}: no shadow ran: {h:?}");
+        assert!(h.shadows_run > 0, "{mischief:?}: no shadow ran: {h:?}");
         // Every shadow that ran to its end by itself was stopped by the
         // mischief, unless the worker overtook it first.
-        let stopped = |k: &str| h[k];
+        let e = h.ends;
         let (what, n) = match mischief {
             Mischief::Panic | Mischief::Unwrap | Mischief::Overflow | Mischief::LoopSwallowing => {
-                ("stopped_panic", stopped("stopped_panic"))
+                ("panicked", e.panicked)
             }
-            Mischief::LoopReading => ("stopped_lifespan", stopped("stopped_lifespan")),
-            Mischief::FloodLog => ("stopped_log_full", stopped("stopped_log_full")),
-            Mischief::Retry => ("stopped_unsupported", stopped("stopped_unsupported")),
+            Mischief::LoopReading => ("lifespan", e.lifespan),
+            Mischief::FloodLog => ("log_full", e.log_full),
+            Mischief::Retry => ("unsupported", e.unsupported),
         };
         assert!(n > 0, "{mischief:?}: expected {what} > 0: {h:?}");
-        assert_eq!(h["completed"], 0, "{mischief:?}: a shadow cannot complete here: {h:?}");
+        assert_eq!(h.ends.completed, 0, "{mischief:?}: a shadow cannot complete here: {h:?}");
     }
 }

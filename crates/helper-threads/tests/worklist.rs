@@ -8,9 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use skelaff_helper_threads::{HelperConfig, HelperThreads, MAX_LIFESPAN, ShadowConfig, Tuning};
-use skelaff_numa_alloc::{Mapping, Topology};
+use skelaff_numa_alloc::Topology;
 use skelaff_stm::{TMap, TVar, TxError, TxOps};
-use skelaff_worklist::{Ctx, Distribution, Error, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
+use skelaff_worklist::{
+    Builder, Decision, Distribution, Error, HelperSite, Helpers, NoHelper, Placement, ProcessCtx, RunReport, Skeleton,
+    ThreadMapping, TopologyPlacement, WorkerInfo,
+};
 
 use common::{helper, total, within};
 
@@ -28,7 +31,7 @@ struct Bank {
 impl Skeleton for Bank {
     type Unit = (u32, u64);
     type Shared = ();
-    type Local = u64;
+    type PerWorker = u64;
 
     fn init_worker(&self, _: &(), _: &WorkerInfo) -> u64 {
         0
@@ -40,7 +43,7 @@ impl Skeleton for Bank {
         &(depth, id): &(u32, u64),
         attempts: &mut u64,
         _: &(),
-        ctx: &mut Ctx<(u32, u64)>,
+        ctx: &mut ProcessCtx<(u32, u64)>,
     ) -> Result<(), TxError> {
         *attempts += 1;
         let n = self.accounts.len() as u64;
@@ -63,8 +66,7 @@ impl Skeleton for Bank {
 fn bank_run(threads: usize, helpers: Helpers, distribution: Distribution) -> (Vec<i64>, Vec<(u64, i64)>, RunReport) {
     let bank = Bank { accounts: (0..8).map(|_| TVar::new(1000)).collect(), history: TMap::new(), depth: 4 };
     let assist = HelperThreads::default();
-    let mut wl =
-        Worklist::builder().threads(threads).helpers(helpers).distribution(distribution).build(&bank, &()).unwrap();
+    let mut wl = Builder::new().threads(threads).helpers(helpers).distribution(distribution).build(&bank, &()).unwrap();
     wl.add_work_units((1..=40).map(|i| (0, i)));
     let report = wl.run_with(&assist).unwrap();
     let balances = bank.accounts.iter().map(TVar::load).collect();
@@ -92,7 +94,7 @@ fn results_are_identical_with_helpers_on_and_off() {
                     // Every unit is handed over before it runs, except the
                     // first a worker takes after running dry (at least one
                     // per worker that ran).
-                    let handed = total(&r, "units_handed");
+                    let handed = total(&r).units_handed;
                     let ran = r.workers.iter().filter(|w| w.units > 0).count() as u64;
                     assert!(handed > 0 && handed <= r.units - ran, "handed {handed} of {} units", r.units);
                 }
@@ -116,7 +118,7 @@ struct Endless {
 impl Skeleton for Endless {
     type Unit = u64;
     type Shared = TVar<u64>;
-    type Local = bool;
+    type PerWorker = bool;
 
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) -> bool {
         false
@@ -131,7 +133,7 @@ impl Skeleton for Endless {
         &u: &u64,
         is_helper: &mut bool,
         sum: &TVar<u64>,
-        _: &mut Ctx<u64>,
+        _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if *is_helper {
             self.entered.fetch_add(1, Ordering::Relaxed);
@@ -170,7 +172,7 @@ fn endless_run(threads: usize, panic_at: Option<u64>, compute: Duration) -> (Res
     };
     let assist = HelperThreads::new(cfg).unwrap();
     let sum = TVar::new(0);
-    let mut wl = Worklist::builder().threads(threads).helpers(Helpers::On).build(&skel, &sum).unwrap();
+    let mut wl = Builder::new().threads(threads).helpers(Helpers::On).build(&skel, &sum).unwrap();
     wl.add_work_units(0..200);
     let r = wl.run_with(&assist);
     (r, sum.load())
@@ -183,9 +185,9 @@ fn no_deadlock_when_workers_finish_or_stop_while_helpers_are_mid_shadow() {
     let r = r.unwrap();
     assert_eq!(sum, (0..200).sum::<u64>());
     let h = helper(&r, 0);
-    assert_eq!(h["completed"], 0, "{h:?}");
-    assert_eq!(h["stopped_lifespan"], 0, "{h:?}");
-    assert!(h["stopped_overtaken"] > 0, "{h:?}");
+    assert_eq!(h.ends.completed, 0, "{h:?}");
+    assert_eq!(h.ends.lifespan, 0, "{h:?}");
+    assert!(h.ends.overtaken > 0, "{h:?}");
 
     // Another worker panics while helpers are in their shadows: the run
     // stops, every helper is told to finish, and the error comes back.
@@ -210,40 +212,45 @@ fn placement_auto_and_on() {
     let topo = Topology::get().unwrap();
     let cpus = topo.allowed_cpus().len();
     let bank = Bank { accounts: (0..4).map(|_| TVar::new(0)).collect(), history: TMap::new(), depth: 0 };
-    let run = |threads: usize, helpers: Helpers| {
-        let mut wl = Worklist::builder().threads(threads).helpers(helpers).build(&bank, &()).unwrap();
+    let run = |threads: usize, helpers: Helpers, counters: bool| {
+        let mut wl = Builder::new().threads(threads).helpers(helpers).build(&bank, &()).unwrap();
         wl.add_work_units((0..20).map(|i| (0, i)));
-        wl.run_with(&HelperThreads::default()).unwrap()
+        let cfg = HelperConfig { counters, ..HelperConfig::default() };
+        wl.run_with(&HelperThreads::new(cfg).unwrap()).unwrap()
     };
     // As many workers as CPUs: no idle CPU, so Auto runs none, On runs one
     // per worker on a CPU another thread uses.
-    let r = run(cpus, Helpers::Auto);
+    let r = run(cpus, Helpers::Auto, false);
     assert!(r.helpers.per_helper.is_empty(), "{:?}", r.helpers);
-    assert!(r.decisions.iter().any(|d| d.what.contains("gets none")), "{:?}", r.decisions);
-    let r = run(cpus, Helpers::On);
+    let none_for = |r: &RunReport, reason| {
+        r.decisions.iter().any(|d| d.decision == Decision::NoHelper { helpers: Helpers::Auto, reason })
+    };
+    assert!(none_for(&r, NoHelper::NoIdleSharedCpu), "{:?}", r.decisions);
+    let r = run(cpus, Helpers::On, false);
     assert_eq!(r.helpers.per_helper.len(), cpus);
     if cpus > 1 {
-        assert!((0..cpus).all(|i| helper(&r, i)["dedicated_cpu"] == 0));
-        assert!(r.decisions.iter().any(|d| d.what.contains("no idle CPU sharing")), "{:?}", r.decisions);
+        assert!((0..cpus).all(|i| helper(&r, i).place.site != HelperSite::Dedicated));
+        let placed = |d: &Decision| {
+            matches!(d, Decision::HelperPlaced { site: HelperSite::SharedCpu | HelperSite::OtherCache, .. })
+        };
+        assert!(r.decisions.iter().any(|d| placed(&d.decision)), "{:?}", r.decisions);
     }
-    // One worker: a dedicated helper if the machine has an idle CPU sharing its cache.
-    let plan = Mapping::Scatter.plan(topo, 1).unwrap();
-    let r = run(1, Helpers::Auto);
-    match plan.slots[0].helper {
-        Some(cpu) => {
-            let h = helper(&r, 0);
-            assert_eq!((h["cpu"], h["dedicated_cpu"]), (cpu as u64, 1));
-        }
+    // One worker: a dedicated helper if the machine has an idle CPU
+    // sharing its cache (as the default placement says).
+    let layout = TopologyPlacement::new(ThreadMapping::Scatter).place(topo, 1).unwrap();
+    let r = run(1, Helpers::Auto, true);
+    match layout.workers[0].helper.filter(|h| h.site == HelperSite::Dedicated) {
+        Some(place) => assert_eq!(helper(&r, 0).place, place),
         None => assert!(r.helpers.per_helper.is_empty()),
     }
-    // Worker counters are always reported, with a note when hardware ones are missing.
+    // Worker counters are reported when asked for, with a note when hardware ones are missing.
     assert_eq!(r.helpers.per_worker.len(), 1);
-    let counters: Vec<&str> = r.helpers.per_worker[0].iter().map(|(k, _)| k.as_str()).collect();
-    if !counters.is_empty() {
-        assert!(counters.contains(&"task_clock_ns"), "{counters:?}");
-        if !counters.contains(&"llc_read_misses") {
-            assert!(r.helpers.notes.iter().any(|n| n.contains("no hardware")), "{:?}", r.helpers.notes);
-        }
+    let c = r.helpers.per_worker[0];
+    if c.task_clock_ns.is_some() && c.llc_read_misses.is_none() {
+        assert!(!r.helpers.notes.is_empty(), "{:?}", r.helpers.notes);
+    }
+    if c.is_empty() {
+        assert!(!r.helpers.notes.is_empty(), "no counters and no note saying why: {:?}", r.helpers.notes);
     }
 }
 
@@ -262,7 +269,7 @@ struct Chains {
 impl Skeleton for Chains {
     type Unit = u64;
     type Shared = TVar<u64>;
-    type Local = bool;
+    type PerWorker = bool;
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) -> bool {
         false
     }
@@ -275,7 +282,7 @@ impl Skeleton for Chains {
         &u: &u64,
         is_helper: &mut bool,
         sum: &TVar<u64>,
-        _: &mut Ctx<u64>,
+        _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if *is_helper {
             self.entered.fetch_add(1, Ordering::Relaxed);
@@ -313,7 +320,7 @@ fn chains_run(useful: bool, probe_units: u32) -> RunReport {
     let tuning = Tuning { sample_every: 1, window: 2, off_units: 16, probe_units, ..Tuning::default() };
     let assist = HelperThreads::new(HelperConfig { adaptive: Some(tuning), ..Default::default() }).unwrap();
     let sum = TVar::new(0);
-    let mut wl = Worklist::builder().threads(1).helpers(Helpers::On).build(&skel, &sum).unwrap();
+    let mut wl = Builder::new().threads(1).helpers(Helpers::On).build(&skel, &sum).unwrap();
     wl.add_work_units(0..200);
     let r = wl.run_with(&assist).unwrap();
     let expected: u64 = (0..200u64).map(|u| (0..32).map(|i| ((u * 32 + i) * 8) % 8192).sum::<u64>()).sum();
@@ -327,25 +334,25 @@ fn tuning_measures_coverage_and_switches_a_useless_helper_off() {
     // here: the worker's units are slow for other reasons).
     let good = within(LIMIT, "useful shadows", || chains_run(true, 0));
     let h = helper(&good, 0);
-    assert!(h["tuning_samples"] > 10, "{h:?}");
+    assert!(h.tuning.unwrap().samples > 10, "{h:?}");
     // Shadows that finish read every line their worker reads.
-    assert!(h["coverage_permille"] > 500, "{h:?}");
-    assert_eq!(h["switched_off"], 0, "{h:?}");
+    assert!(h.tuning.unwrap().coverage_permille() > 500, "{h:?}");
+    assert_eq!(h.tuning.unwrap().switched_off, 0, "{h:?}");
 
     let bad = within(LIMIT, "useless shadows", || chains_run(false, 0));
     let h = helper(&bad, 0);
-    assert!(h["tuning_samples"] >= 2, "{h:?}");
-    assert_eq!(h["coverage_permille"], 0, "{h:?}");
-    assert!(h["switched_off"] >= 1, "{h:?}");
-    assert!(h["units_skipped_off"] > 0, "{h:?}");
+    assert!(h.tuning.unwrap().samples >= 2, "{h:?}");
+    assert_eq!(h.tuning.unwrap().coverage_permille(), 0, "{h:?}");
+    assert!(h.tuning.unwrap().switched_off >= 1, "{h:?}");
+    assert!(h.units_skipped_off > 0, "{h:?}");
 
     // With the timing probe: windows of 8 units on and off; every probe
     // ends in a decision, whichever it is.
     let timed = within(LIMIT, "timed shadows", || chains_run(true, 8));
     let h = helper(&timed, 0);
-    assert!(h["timing_probes"] >= 2, "{h:?}");
-    assert_eq!(h["timing_probes"], h["timing_paid"] + h["timing_switched_off"], "{h:?}");
-    assert!(h["timing_last_on_ns"] > 0 && h["timing_last_off_ns"] > 0, "{h:?}");
+    assert!(h.timing.unwrap().probes >= 2, "{h:?}");
+    assert_eq!(h.timing.unwrap().probes, h.timing.unwrap().paid + h.timing.unwrap().switched_off, "{h:?}");
+    assert!(h.timing.unwrap().last_on_ns > 0 && h.timing.unwrap().last_off_ns > 0, "{h:?}");
 }
 
 /// Units that remove and re-insert keys of a shared tree: workers free
@@ -361,7 +368,7 @@ struct Churn {
 impl Skeleton for Churn {
     type Unit = u64;
     type Shared = ();
-    type Local = bool;
+    type PerWorker = bool;
     fn init_worker(&self, _: &(), _: &WorkerInfo) -> bool {
         false
     }
@@ -374,7 +381,7 @@ impl Skeleton for Churn {
         &u: &u64,
         is_helper: &mut bool,
         _: &(),
-        _: &mut Ctx<u64>,
+        _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if *is_helper {
             self.entered.fetch_add(1, Ordering::Relaxed);
@@ -405,7 +412,7 @@ fn shadows_walk_structures_that_workers_free() {
             let churn = std::sync::Arc::new(churn);
             let c = churn.clone();
             move || {
-                let mut wl = Worklist::builder().threads(threads).helpers(Helpers::On).build(&*c, &()).unwrap();
+                let mut wl = Builder::new().threads(threads).helpers(Helpers::On).build(&*c, &()).unwrap();
                 wl.add_work_units(0..3000);
                 let fixed = HelperConfig { adaptive: None, ..HelperConfig::default() };
                 let r = wl.run_with(&HelperThreads::new(fixed).unwrap()).unwrap();
@@ -416,6 +423,6 @@ fn shadows_walk_structures_that_workers_free() {
         let (report, entries) = r;
         assert_eq!(entries.len(), 256);
         assert_eq!(entries.iter().map(|e| e.1).sum::<u64>(), 3000, "every unit counted once");
-        assert!(total(&report, "shadows_run") > 0);
+        assert!(total(&report).shadows_run > 0);
     }
 }

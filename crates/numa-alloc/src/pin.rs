@@ -180,16 +180,14 @@ fn unknown_mapping(given: &str) -> Error {
     Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: Mapping::VARIANTS }
 }
 
-/// Where one worker runs, and where its helper may run.
+/// Where one worker runs. (Where its helper thread runs is the
+/// worklist's placement strategy's decision, not this layout's.)
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Slot {
     /// The worker's CPU.
     pub cpu: usize,
     /// The worker CPU's home node (if it has one).
     pub node: Option<usize>,
-    /// A CPU no worker uses that shares the worker's last-level cache, for
-    /// its helper thread; `None` when there is none left.
-    pub helper: Option<usize>,
 }
 
 /// A thread layout: one [`Slot`] per worker.
@@ -199,13 +197,6 @@ pub struct Plan {
     pub slots: Vec<Slot>,
     /// More workers than usable CPUs: CPUs are reused round-robin.
     pub oversubscribed: bool,
-}
-
-impl Plan {
-    /// Whether every worker got a helper CPU.
-    pub fn all_helpers(&self) -> bool {
-        self.slots.iter().all(|s| s.helper.is_some())
-    }
 }
 
 impl Mapping {
@@ -258,9 +249,8 @@ impl Mapping {
         }
     }
 
-    /// Lays out `threads` workers and pairs each with a helper CPU sharing
-    /// its last-level cache, when an unused one exists (another core of the
-    /// same cache group first, then a sibling hardware thread).
+    /// Lays out `threads` workers in this mapping's CPU order (round-robin
+    /// over the usable CPUs when there are more workers than CPUs).
     ///
     /// # Errors
     ///
@@ -278,9 +268,6 @@ impl Mapping {
     /// let plan = Mapping::Scatter.plan(&t, 2)?;
     /// let nodes: Vec<_> = plan.slots.iter().map(|s| s.node).collect();
     /// assert_eq!(nodes, [Some(0), Some(1)]);
-    /// // Each worker's helper is the other core of its node's cache.
-    /// assert_eq!(plan.slots[0].helper, Some(1));
-    /// assert_eq!(plan.slots[1].helper, Some(3));
     /// # Ok::<(), skelaff_numa_alloc::Error>(())
     /// ```
     pub fn plan(&self, topo: &Topology, threads: usize) -> Result<Plan> {
@@ -292,27 +279,10 @@ impl Mapping {
             return Err(Error::NoUsableCpu { requested: CpuSet::new(), allowed: topo.allowed_cpus().clone() });
         }
         let oversubscribed = threads > order.len();
-        let workers: Vec<usize> = (0..threads).map(|i| order[i % order.len()]).collect();
-        let mut used: CpuSet = workers.iter().copied().collect();
-        let slots = workers
-            .iter()
-            .map(|&cpu| {
-                let pu = topo.pu(cpu);
-                let helper = pu.and_then(|pu| {
-                    let candidates = || {
-                        order.iter().copied().filter(|&c| {
-                            !used.contains(c) && topo.pu(c).is_some_and(|p| p.cache_group == pu.cache_group)
-                        })
-                    };
-                    let other_core = candidates().find(|&c| topo.pu(c).is_some_and(|p| p.core != pu.core));
-                    other_core.or_else(|| candidates().next())
-                });
-                if let Some(h) = helper {
-                    used.insert(h);
-                }
-                // A CPU without a real shared cache (level 0) cannot prefetch for anyone.
-                let helper = helper.filter(|_| pu.is_some_and(|p| topo.cache_groups()[p.cache_group].level > 0));
-                Slot { cpu, node: pu.and_then(|p| p.node), helper }
+        let slots = (0..threads)
+            .map(|i| {
+                let cpu = order[i % order.len()];
+                Slot { cpu, node: topo.pu(cpu).and_then(|p| p.node) }
             })
             .collect();
         Ok(Plan { slots, oversubscribed })
@@ -386,25 +356,6 @@ mod tests {
     }
 
     #[test]
-    fn helpers_share_the_workers_cache() {
-        let t = topo(2, 1, 4, 1);
-        let plan = Mapping::Scatter.plan(&t, 4).unwrap();
-        let workers: Vec<_> = plan.slots.iter().map(|s| s.cpu).collect();
-        assert_eq!(workers, [0, 4, 1, 5]);
-        let helpers: Vec<_> = plan.slots.iter().map(|s| s.helper).collect();
-        assert_eq!(helpers, [Some(2), Some(6), Some(3), Some(7)]);
-        assert!(plan.all_helpers());
-        let full = Mapping::Scatter.plan(&t, 8).unwrap();
-        assert!(full.slots.iter().all(|s| s.helper.is_none()));
-        // Without shared caches there is no helper to give.
-        let private = topo(2, 0, 4, 1);
-        assert!(Mapping::Scatter.plan(&private, 2).unwrap().slots.iter().all(|s| s.helper.is_none()));
-        // With SMT, a sibling thread serves when no other core is free.
-        let smt = topo(1, 1, 1, 2);
-        assert_eq!(Mapping::Scatter.plan(&smt, 1).unwrap().slots[0].helper, Some(1));
-    }
-
-    #[test]
     fn oversubscription_and_zero() {
         let t = topo(1, 1, 2, 1);
         let plan = Mapping::Compact.plan(&t, 5).unwrap();
@@ -463,16 +414,6 @@ mod tests {
             for s in &plan.slots { per_node[s.node.unwrap()] += 1; }
             let (lo, hi) = (per_node.iter().min().unwrap(), per_node.iter().max().unwrap());
             prop_assert!(hi - lo <= 1, "{:?}", per_node);
-            // Helpers are distinct, not workers, and share the worker's cache.
-            let workers: CpuSet = plan.slots.iter().map(|s| s.cpu).collect();
-            let mut helpers = CpuSet::new();
-            for s in &plan.slots {
-                if let Some(h) = s.helper {
-                    prop_assert!(!workers.contains(h));
-                    prop_assert!(helpers.insert(h));
-                    prop_assert_eq!(t.pu(h).unwrap().cache_group, t.pu(s.cpu).unwrap().cache_group);
-                }
-            }
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, FromArgMatches, Parser};
 use serde_json::{Map, Value, json};
 use skelaff_helper_threads::HelperThreads;
-use skelaff_worklist::{Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, Worklist};
+use skelaff_worklist::{Builder, Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, Worklist};
 
 /// Flags every application takes besides its STAMP flags.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl Default for CommonArgs {
 impl CommonArgs {
     /// A worklist builder configured by these flags for `threads` workers.
     pub fn builder(&self, threads: usize) -> skelaff_worklist::Builder {
-        Worklist::builder()
+        Builder::new()
             .threads(threads)
             .policy(self.policy)
             .helpers(self.helpers)
@@ -76,9 +76,29 @@ impl CommonArgs {
     where
         S::Unit: Clone,
     {
+        self.run_helped_by(worklist, &HelperThreads::default())
+    }
+
+    /// Runs `worklist` as [`run`](CommonArgs::run) does, with `helpers` as
+    /// the helper threads when `--helpers` asks for them. One
+    /// `HelperThreads` given to every run of a program made of several
+    /// skeleton runs carries what its timing probe learnt from one run to
+    /// the next (see [`Runs::run`](crate::phases::Runs::run)).
+    ///
+    /// # Errors
+    ///
+    /// As [`Worklist::run`].
+    pub fn run_helped_by<S: Skeleton>(
+        &self,
+        worklist: &mut Worklist<'_, S>,
+        helpers: &HelperThreads,
+    ) -> Result<RunReport, skelaff_worklist::Error>
+    where
+        S::Unit: Clone,
+    {
         match self.helpers {
             Helpers::Off => worklist.run(),
-            Helpers::On | Helpers::Auto => worklist.run_with(&HelperThreads::default()),
+            Helpers::On | Helpers::Auto => worklist.run_with(helpers),
         }
     }
 }

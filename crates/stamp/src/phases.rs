@@ -4,30 +4,30 @@
 
 use std::time::Duration;
 
-use skelaff_worklist::{RunReport, WorkerReport};
+use skelaff_helper_threads::HelperThreads;
+use skelaff_worklist::{RunReport, Skeleton, Worklist};
+
+use crate::app::CommonArgs;
 
 /// The reports of the skeleton runs that make up one timed phase, summed
-/// into one [`RunReport`] per application run.
-///
-/// Times, units and transaction statistics are summed per worker index;
-/// the skeleton's decisions are kept from the first run, plus every later
-/// decision whose text has not been seen (so SkelAff's switch to `bind`
-/// shows up once, not once per run).
+/// into one [`RunReport`] per application run ([`RunReport::merge`]:
+/// times, units, statistics and helper figures summed per worker index;
+/// each decision kept once).
 ///
 /// # Examples
 ///
 /// ```
 /// use skelaff_stamp::phases::Runs;
 /// use skelaff_stm::{TVar, TxError, TxOps};
-/// use skelaff_worklist::{Ctx, Skeleton, WorkerInfo, Worklist};
+/// use skelaff_worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo};
 ///
 /// struct Add;
 /// impl Skeleton for Add {
 ///     type Unit = u64;
 ///     type Shared = TVar<u64>;
-///     type Local = ();
+///     type PerWorker = ();
 ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut Ctx<u64>) -> Result<(), TxError> {
+///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
 ///         tx.update(t, |v| v + u).map(|_| ())
 ///     }
 /// }
@@ -35,7 +35,7 @@ use skelaff_worklist::{RunReport, WorkerReport};
 /// let total = TVar::new(0);
 /// let mut runs = Runs::default();
 /// for _ in 0..3 {
-///     let mut wl = Worklist::builder().threads(1).build(&Add, &total)?;
+///     let mut wl = Builder::new().threads(1).build(&Add, &total)?;
 ///     wl.add_work_units([1, 2, 3]);
 ///     runs.push(wl.run()?);
 /// }
@@ -49,44 +49,37 @@ use skelaff_worklist::{RunReport, WorkerReport};
 pub struct Runs {
     merged: Option<RunReport>,
     count: usize,
+    /// The helper threads of every run, so what the timing probe learnt in
+    /// one run holds in the next.
+    helpers: HelperThreads,
 }
 
 impl Runs {
+    /// Runs `worklist` as `common` asks (helpers shared with the earlier
+    /// runs) and adds its report.
+    ///
+    /// # Errors
+    ///
+    /// As [`Worklist::run`].
+    pub fn run<S: Skeleton>(
+        &mut self,
+        common: &CommonArgs,
+        worklist: &mut Worklist<'_, S>,
+    ) -> Result<(), skelaff_worklist::Error>
+    where
+        S::Unit: Clone,
+    {
+        let r = common.run_helped_by(worklist, &self.helpers)?;
+        self.push(r);
+        Ok(())
+    }
+
     /// Adds the report of one run.
     pub fn push(&mut self, r: RunReport) {
         self.count += 1;
-        let Some(m) = &mut self.merged else {
-            self.merged = Some(r);
-            return;
-        };
-        m.wall += r.wall;
-        m.units += r.units;
-        for w in r.workers {
-            match m.workers.iter_mut().find(|x| x.index == w.index) {
-                Some(x) => add_worker(x, &w),
-                None => m.workers.push(w),
-            }
-        }
-        for d in r.decisions {
-            if !m.decisions.iter().any(|k| k.what == d.what) {
-                m.decisions.push(d);
-            }
-        }
-        // Helpers and worker counters of the same index are summed.
-        for (into, from) in
-            [(&mut m.helpers.per_helper, r.helpers.per_helper), (&mut m.helpers.per_worker, r.helpers.per_worker)]
-        {
-            for (i, f) in from.into_iter().enumerate() {
-                match into.get_mut(i) {
-                    Some(x) => skelaff_helper_threads::merge_figures(x, &f),
-                    None => into.push(f),
-                }
-            }
-        }
-        for n in r.helpers.notes {
-            if !m.helpers.notes.contains(&n) {
-                m.helpers.notes.push(n);
-            }
+        match &mut self.merged {
+            Some(m) => m.merge(r),
+            None => self.merged = Some(r),
         }
     }
 
@@ -109,13 +102,6 @@ impl Runs {
     pub fn merged(self) -> Option<RunReport> {
         self.merged
     }
-}
-
-fn add_worker(into: &mut WorkerReport, w: &WorkerReport) {
-    into.units += w.units;
-    into.stats.merge(&w.stats);
-    into.busy += w.busy;
-    into.idle += w.idle;
 }
 
 /// Does the one-time set-up of a process before the clock starts:

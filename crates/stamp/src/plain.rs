@@ -9,25 +9,29 @@
 //! the difference to a sequential version over the standard library's
 //! collections is what the transactional data structures cost.
 
-use skelaff_stm::{ErasedBox, StopReason, TPtr, TVar, TxError, TxOps, Word};
+use skelaff_stm::{ErasedBox, Stop, TPtr, TVar, TxError, TxOps, Word};
 
 use std::sync::atomic::Ordering;
 
+/// What [`UninstrumentedTx::retry`](TxOps::retry) stops a transaction with: nothing can
+/// wait for another thread's change in a one-thread run.
+pub const RETRY_UNSUPPORTED: Stop = Stop::new(1, "retry is not supported in an uninstrumented run");
+
 /// A [`TxOps`] without synchronization or logging: `read` is one load,
 /// `write` one store, `alloc` a `Box`; objects freed in a transaction are
-/// dropped by [`Plain::end`]. Nothing can be rolled back: a transaction
+/// dropped by [`UninstrumentedTx::end`]. Nothing can be rolled back: a transaction
 /// that returns an error keeps the writes it made, and [`TxOps::retry`]
-/// stops it with [`StopReason::Unsupported`]. It never conflicts.
+/// stops it with [`RETRY_UNSUPPORTED`]. It never conflicts.
 ///
 /// # Examples
 ///
 /// ```
-/// use skelaff_stamp::plain::Plain;
+/// use skelaff_stamp::plain::UninstrumentedTx;
 /// use skelaff_stm::{TMap, TxOps};
 ///
 /// let m: TMap<u32, u64> = TMap::new();
 /// // SAFETY: `m` is this thread's alone while `tx` lives.
-/// let mut tx = unsafe { Plain::new() };
+/// let mut tx = unsafe { UninstrumentedTx::new() };
 /// m.insert(&mut tx, 3, 30)?;
 /// m.insert(&mut tx, 1, 10)?;
 /// assert_eq!(m.remove(&mut tx, &3)?, Some(30));
@@ -35,18 +39,18 @@ use std::sync::atomic::Ordering;
 /// assert_eq!(m.to_vec(&mut tx)?, vec![(1, 10)]);
 /// # Ok::<(), skelaff_stm::TxError>(())
 /// ```
-pub struct Plain {
+pub struct UninstrumentedTx {
     /// Objects freed by the running transaction, dropped when it ends.
     frees: Vec<ErasedBox>,
 }
 
-impl std::fmt::Debug for Plain {
+impl std::fmt::Debug for UninstrumentedTx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plain").field("pending_frees", &self.frees.len()).finish()
+        f.debug_struct("UninstrumentedTx").field("pending_frees", &self.frees.len()).finish()
     }
 }
 
-impl Plain {
+impl UninstrumentedTx {
     /// A handle for running transactional code sequentially.
     ///
     /// # Safety
@@ -54,10 +58,10 @@ impl Plain {
     /// While the handle lives, no other thread reads or writes the
     /// transactional variables and objects that code run through it
     /// reaches (its writes bypass the STM's locks and versions, and the
-    /// objects it frees are dropped at [`Plain::end`] without waiting for
+    /// objects it frees are dropped at [`UninstrumentedTx::end`] without waiting for
     /// other threads' transactions).
     pub unsafe fn new() -> Self {
-        Plain { frees: Vec::new() }
+        UninstrumentedTx { frees: Vec::new() }
     }
 
     /// Ends a transaction: drops the objects it freed.
@@ -72,13 +76,13 @@ impl Plain {
     }
 }
 
-impl Drop for Plain {
+impl Drop for UninstrumentedTx {
     fn drop(&mut self) {
         self.end();
     }
 }
 
-impl TxOps for Plain {
+impl TxOps for UninstrumentedTx {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
         Ok(T::from_word(var.cell().load(Ordering::Relaxed)))
@@ -102,6 +106,6 @@ impl TxOps for Plain {
     }
 
     fn retry(&mut self) -> TxError {
-        TxError::Stop(StopReason::Unsupported)
+        TxError::Stop(RETRY_UNSUPPORTED)
     }
 }

@@ -76,32 +76,51 @@ impl fmt::Display for AbortReason {
     }
 }
 
-/// Why a shadow (non-publishing) transaction stopped early.
+/// Why a [`TxOps`](crate::TxOps) implementation other than this crate's
+/// transaction stopped the code it runs, opaque to this crate.
 ///
-/// The real STM never produces these; an implementation of
-/// [`TxOps`](crate::TxOps) that runs code speculatively (the helper
-/// threads' shadow) returns them so that user code unwinds with `?`.
+/// The STM never makes one and does not know what it means: an
+/// implementation of `TxOps` elsewhere (one that runs code speculatively,
+/// say) gives it a code and a name of its own and reads them back, so that
+/// user code unwinds with `?` as it does on a conflict. Equal stops have
+/// equal codes and names.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{Stop, TxError};
+///
+/// const OUT_OF_BUDGET: Stop = Stop::new(1, "out of budget");
+/// let e = TxError::Stop(OUT_OF_BUDGET);
+/// assert!(matches!(e, TxError::Stop(s) if s == OUT_OF_BUDGET && s.code() == 1));
+/// assert_eq!(e.to_string(), "stopped by its TxOps implementation: out of budget");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum StopReason {
-    /// The shadow used up the number of operations it was allowed.
-    LifespanExhausted,
-    /// The shadow's private write log is full.
-    WriteLogFull,
-    /// The shadow was told to stop (its worker reached the same unit).
-    Cancelled,
-    /// The shadow met something it cannot run speculatively (for example `retry`).
-    Unsupported,
+pub struct Stop {
+    code: u32,
+    name: &'static str,
 }
 
-impl fmt::Display for StopReason {
+impl Stop {
+    /// A stop with the implementation's own `code` and `name`.
+    pub const fn new(code: u32, name: &'static str) -> Stop {
+        Stop { code, name }
+    }
+
+    /// The implementation's code.
+    pub const fn code(self) -> u32 {
+        self.code
+    }
+
+    /// The implementation's name for it.
+    pub const fn name(self) -> &'static str {
+        self.name
+    }
+}
+
+impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            StopReason::LifespanExhausted => "lifespan exhausted",
-            StopReason::WriteLogFull => "write log full",
-            StopReason::Cancelled => "cancelled",
-            StopReason::Unsupported => "operation not supported in a shadow",
-        })
+        f.write_str(self.name)
     }
 }
 
@@ -118,7 +137,7 @@ impl fmt::Display for StopReason {
 /// This is a concrete type rather than an associated type of `TxOps` so
 /// that generic code (the collections, the worklist's `process`) has one
 /// error to propagate; an implementation of `TxOps` in another crate uses
-/// [`TxError::Stop`] for its own reasons to stop.
+/// [`TxError::Stop`] with a [`Stop`] of its own for its reasons to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum TxError {
@@ -128,9 +147,10 @@ pub enum TxError {
     /// The transaction asked to wait until something it read changes.
     #[error("transaction retry: it waits until a variable it read changes, then re-runs")]
     Retry,
-    /// A shadow transaction stopped; the real STM never returns this.
-    #[error("shadow transaction stopped: {0}")]
-    Stop(StopReason),
+    /// Another implementation of `TxOps` stopped the code it runs, for a
+    /// reason of its own; the real STM never returns this.
+    #[error("stopped by its TxOps implementation: {0}")]
+    Stop(Stop),
 }
 
 /// A configuration value could not be parsed.

@@ -25,7 +25,7 @@ pub use collections::{THashMap, TList, TMap, TQueue};
 pub use config::{Config, ContentionManager};
 pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
 pub use erased::ErasedBox;
-pub use error::{AbortReason, ConfigError, SamplerError, StopReason, TxError};
+pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
 pub use runtime::api::{atomically, atomically_with, startup, try_atomically, try_atomically_with};
 pub use runtime::guard::{EpochGuard, epoch_guard};
 pub use runtime::registry::MAX_THREADS;

@@ -1,7 +1,7 @@
 //! The hook through which helper threads run beside the workers.
 //!
 //! The worklist knows nothing of what a helper does: it places one helper
-//! thread per worker (on a CPU sharing the worker's last-level cache), runs
+//! thread per worker (where the [`Placement`](crate::Placement) says), runs
 //! the implementation's [`Assist::helper`] body on it inside the run's own
 //! thread scope, and tells the implementation, from the worker thread, what
 //! the worker is doing (paper §4.2, Fig. 6): which unit comes next, that its
@@ -21,41 +21,24 @@
 //! finish()                                   (always: end of run, panic, stop)
 //! ```
 
+use crate::placement::HelperPlace;
+use crate::report::ChannelFigures;
 use crate::skeleton::{Skeleton, WorkerInfo};
-
-/// Where the skeleton placed a worker's helper thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HelperPlace {
-    /// The CPU the helper is pinned to (`None`: not pinned).
-    pub cpu: Option<usize>,
-    /// Whether that CPU shares the worker's last-level cache and no other
-    /// worker or helper uses it (the placement the paper asks for).
-    pub dedicated: bool,
-}
-
-/// What a helper implementation reports about one worker and its helper.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LinkFigures {
-    /// Figures measured on the worker thread (e.g. its counters).
-    pub worker: Vec<(String, u64)>,
-    /// Figures of the helper, if one ran.
-    pub helper: Option<Vec<(String, u64)>>,
-    /// Notes (what could not be measured, what was switched off and why).
-    pub notes: Vec<String>,
-}
 
 /// A helper-thread implementation: what runs beside each worker, and what
 /// the worker tells it.
 ///
 /// Given to [`Worklist::run_with`](crate::Worklist::run_with). One
-/// [`Link`](Assist::Link) is made per worker before the threads start; the
-/// worker and its helper thread both reach it for the whole run, and it is
-/// handed back to [`figures`](Assist::figures) after every thread was
-/// joined.
+/// [`Channel`](Assist::Channel) is made per worker before the threads
+/// start; the worker and its helper thread both reach it for the whole run,
+/// and it is handed back to [`figures`](Assist::figures) after every thread
+/// was joined. The worker's own state ([`WorkerSide`](Assist::WorkerSide))
+/// lives on the worker thread, from [`worker_start`](Assist::worker_start)
+/// to [`worker_end`](Assist::worker_end), and nobody else touches it.
 ///
 /// The worker-side calls (`handoff`, `restarted`, `committed`) are on the
-/// worker's critical path: they must not block and should cost a few
-/// atomic operations. [`finish`](Assist::finish) must make the helper body
+/// worker's critical path: they must not block, take no lock, and should
+/// cost a few atomic operations. [`finish`](Assist::finish) must make the helper body
 /// return soon (it is called once per worker, on every path out of the
 /// worker, including panics), because the run waits for every helper before
 /// it returns.
@@ -68,97 +51,116 @@ pub struct LinkFigures {
 /// ```
 /// use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 /// use skelaff_stm::{TVar, TxError, TxOps};
-/// use skelaff_worklist::{Assist, Ctx, HelperPlace, Helpers, LinkFigures, Skeleton, WorkerInfo, Worklist};
+/// use skelaff_worklist::{
+///     Assist, Builder, ChannelFigures, HelperFigures, HelperPlace, Helpers, ProcessCtx, Skeleton, WorkerInfo,
+/// };
 ///
 /// struct Add;
 /// impl Skeleton for Add {
 ///     type Unit = u64;
 ///     type Shared = TVar<u64>;
-///     type Local = ();
+///     type PerWorker = ();
 ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut Ctx<u64>) -> Result<(), TxError> {
+///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
 ///         tx.update(t, |v| v + u).map(|_| ())
 ///     }
 /// }
 ///
 /// struct Counting;
-/// #[derive(Default)]
-/// struct Link { shown: AtomicU64, done: AtomicBool }
+/// struct Channel { place: Option<HelperPlace>, shown: AtomicU64, done: AtomicBool }
 ///
 /// impl Assist<Add> for Counting {
-///     type Link = Link;
-///     fn link(&self, _: &WorkerInfo, _: Option<HelperPlace>) -> Link { Link::default() }
-///     fn helper(&self, link: &Link, _: &Add, _: &TVar<u64>, _: &WorkerInfo) {
-///         while !link.done.load(Acquire) { std::thread::yield_now(); }
+///     type Channel = Channel;
+///     type WorkerSide = ();
+///     fn channel(&self, _: &WorkerInfo, place: Option<HelperPlace>) -> Channel {
+///         Channel { place, shown: AtomicU64::new(0), done: AtomicBool::new(false) }
 ///     }
-///     fn handoff(&self, link: &Link, next: Option<&u64>) {
-///         if next.is_some() { link.shown.fetch_add(1, Relaxed); }
+///     fn worker_start(&self, _: &Channel) {}
+///     fn worker_end(&self, _: &Channel, _: ()) {}
+///     fn helper(&self, ch: &Channel, _: &Add, _: &TVar<u64>, _: &WorkerInfo) {
+///         while !ch.done.load(Acquire) { std::thread::yield_now(); }
 ///     }
-///     fn finish(&self, link: &Link) { link.done.store(true, Release); }
-///     fn figures(&self, link: Link) -> LinkFigures {
-///         LinkFigures { helper: Some(vec![("shown".into(), link.shown.into_inner())]), ..Default::default() }
+///     fn handoff(&self, ch: &Channel, _: &mut (), next: Option<&u64>) {
+///         if next.is_some() { ch.shown.fetch_add(1, Relaxed); }
+///     }
+///     fn finish(&self, ch: &Channel) { ch.done.store(true, Release); }
+///     fn figures(&self, ch: Channel) -> ChannelFigures {
+///         let helper = ch.place.map(|p| HelperFigures { units_handed: ch.shown.into_inner(), ..HelperFigures::new(p) });
+///         ChannelFigures { helper, ..Default::default() }
 ///     }
 /// }
 ///
 /// let total = TVar::new(0);
-/// let mut wl = Worklist::builder().threads(1).helpers(Helpers::On).build(&Add, &total)?;
+/// let mut wl = Builder::new().threads(1).helpers(Helpers::On).build(&Add, &total)?;
 /// wl.add_work_units(1..=100);
 /// let report = wl.run_with(&Counting)?;
 /// assert_eq!(total.load(), 5050);
 /// // Every unit but the first was handed over before it ran.
-/// assert_eq!(report.helpers.per_helper[0], [("shown".to_string(), 99)]);
+/// assert_eq!(report.helpers.per_helper[0].units_handed, 99);
 /// # Ok::<(), skelaff_worklist::Error>(())
 /// ```
 pub trait Assist<S: Skeleton>: Sync {
     /// What one worker and its helper share.
-    type Link: Send + Sync;
+    type Channel: Send + Sync;
+
+    /// The worker thread's own state, from
+    /// [`worker_start`](Assist::worker_start) to
+    /// [`worker_end`](Assist::worker_end) (dropped without `worker_end`
+    /// when the worker panics).
+    type WorkerSide;
 
     /// Whether the worker loop calls the per-unit hooks at all. `false`
     /// only for [`NoAssist`], which compiles the plain loop.
     const ENABLED: bool = true;
 
-    /// Makes the link of `worker`; `helper` is where its helper thread will
-    /// run, or `None` when it gets none (then only
+    /// Makes the channel of `worker`; `helper` is where its helper thread
+    /// will run, or `None` when it gets none (then only
     /// [`worker_start`](Assist::worker_start),
     /// [`worker_end`](Assist::worker_end) and [`figures`](Assist::figures)
     /// are called for it).
-    fn link(&self, worker: &WorkerInfo, helper: Option<HelperPlace>) -> Self::Link;
+    fn channel(&self, worker: &WorkerInfo, helper: Option<HelperPlace>) -> Self::Channel;
+
+    /// Whether `channel`'s helper thread is started in this run (default:
+    /// yes). An implementation that knows its helper would stay switched
+    /// off anyway (it measured that it does not pay) saves the thread's
+    /// start and join; the worker runs the assisted loop all the same, so
+    /// the implementation still sees every unit.
+    fn start_helper(&self, channel: &Self::Channel) -> bool {
+        let _ = channel;
+        true
+    }
 
     /// Runs once on the worker thread, after it is pinned, before its first unit.
-    fn worker_start(&self, link: &Self::Link) {
-        let _ = link;
-    }
+    fn worker_start(&self, channel: &Self::Channel) -> Self::WorkerSide;
 
     /// Runs once on the worker thread after its last unit and its `update`.
-    fn worker_end(&self, link: &Self::Link) {
-        let _ = link;
-    }
+    fn worker_end(&self, channel: &Self::Channel, side: Self::WorkerSide);
 
     /// The helper thread's body, on its own (pinned) thread. Returns once
-    /// [`finish`](Assist::finish) was called for `link`.
-    fn helper(&self, link: &Self::Link, skeleton: &S, shared: &S::Shared, worker: &WorkerInfo);
+    /// [`finish`](Assist::finish) was called for `channel`.
+    fn helper(&self, channel: &Self::Channel, skeleton: &S, shared: &S::Shared, worker: &WorkerInfo);
 
     /// The worker starts the unit it handed over last (if any) and hands
     /// over `next`, the unit it will run after that (`None`: it holds none).
-    fn handoff(&self, link: &Self::Link, next: Option<&S::Unit>);
+    fn handoff(&self, channel: &Self::Channel, side: &mut Self::WorkerSide, next: Option<&S::Unit>);
 
     /// The worker's transaction for its current unit runs again (after a
     /// conflict or a retry).
-    fn restarted(&self, link: &Self::Link) {
-        let _ = link;
+    fn restarted(&self, channel: &Self::Channel, side: &mut Self::WorkerSide) {
+        let _ = (channel, side);
     }
 
     /// The worker's current unit committed.
-    fn committed(&self, link: &Self::Link) {
-        let _ = link;
+    fn committed(&self, channel: &Self::Channel, side: &mut Self::WorkerSide) {
+        let _ = (channel, side);
     }
 
     /// The worker is done (the run ended, stopped, or the worker panicked):
     /// the helper body must return soon.
-    fn finish(&self, link: &Self::Link);
+    fn finish(&self, channel: &Self::Channel);
 
-    /// The figures of one link, after every thread was joined.
-    fn figures(&self, link: Self::Link) -> LinkFigures;
+    /// The figures of one channel, after every thread was joined.
+    fn figures(&self, channel: Self::Channel) -> ChannelFigures;
 }
 
 /// No helper threads: what [`Worklist::run`](crate::Worklist::run) uses.
@@ -166,17 +168,22 @@ pub trait Assist<S: Skeleton>: Sync {
 pub struct NoAssist;
 
 impl<S: Skeleton> Assist<S> for NoAssist {
-    type Link = ();
+    type Channel = ();
+    type WorkerSide = ();
     const ENABLED: bool = false;
 
     #[inline(always)]
-    fn link(&self, _: &WorkerInfo, _: Option<HelperPlace>) {}
+    fn channel(&self, _: &WorkerInfo, _: Option<HelperPlace>) {}
+    #[inline(always)]
+    fn worker_start(&self, _: &()) {}
+    #[inline(always)]
+    fn worker_end(&self, _: &(), _: ()) {}
     fn helper(&self, _: &(), _: &S, _: &S::Shared, _: &WorkerInfo) {}
     #[inline(always)]
-    fn handoff(&self, _: &(), _: Option<&S::Unit>) {}
+    fn handoff(&self, _: &(), _: &mut (), _: Option<&S::Unit>) {}
     #[inline(always)]
     fn finish(&self, _: &()) {}
-    fn figures(&self, _: ()) -> LinkFigures {
-        LinkFigures::default()
+    fn figures(&self, _: ()) -> ChannelFigures {
+        ChannelFigures::default()
     }
 }

@@ -2,7 +2,8 @@
 //! memory-affinity heuristic.
 //!
 //! A program implements [`Skeleton`]: how to process one work-unit inside a
-//! transaction, and per-worker set-up and tear-down. [`Worklist`] runs it on
+//! transaction, and per-worker set-up and tear-down. [`Builder`] configures
+//! a run and builds the [`Worklist`], which runs it on
 //! pinned worker threads, each unit in a transaction of `skelaff-stm`, with
 //! units that transactions add published only when they commit, until the
 //! pool is empty and no running unit can add more.
@@ -17,19 +18,36 @@
 //! With [`Worklist::run_with`] and an [`Assist`] implementation (the
 //! `skelaff-helper-threads` crate), a helper thread beside each worker runs
 //! the worker's next unit ahead of it as a shadow that publishes nothing,
-//! to bring its data into the shared cache (paper §4.2).
+//! to bring its data into the shared cache (paper §4.2). Where workers and
+//! helpers run is one strategy's decision ([`Placement`]; the default,
+//! [`TopologyPlacement`], follows the topology).
+//!
+//! The modules, each with one job: `config` (the settings and the
+//! builder), `error`, `placement` (where threads run), `page_policy` (which
+//! policy a worker has and how it takes effect), `pool` (the units and
+//! termination), `skeleton` (what a program implements), `assist` (the
+//! helper hook), `worker` (one worker's loop), `run` (a run from layout to
+//! report), `report` (what a run did, its decisions and helper figures).
 
 mod assist;
+mod config;
+mod error;
+mod page_policy;
 mod placement;
 mod pool;
 mod report;
+mod run;
 mod skeleton;
-mod worklist;
+mod worker;
 
-pub use assist::{Assist, HelperPlace, LinkFigures, NoAssist};
+pub use assist::{Assist, NoAssist};
+pub use config::{Builder, Helpers, PagePolicy, ThreadMapping};
+pub use error::Error;
+pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadPlace, TopologyPlacement};
 pub use pool::Distribution;
-pub use report::{Decision, HelperFigures, RunReport, WorkerReport};
-pub use skeleton::{Ctx, Skeleton, WorkerInfo};
-#[doc(hidden)]
-pub use worklist::Unconfigured;
-pub use worklist::{Builder, Error, Helpers, PagePolicy, ThreadMapping, Worklist};
+pub use report::{
+    ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,
+    ShadowEnds, TimingFigures, TuningFigures, WorkerReport,
+};
+pub use run::Worklist;
+pub use skeleton::{ProcessCtx, Skeleton, WorkerInfo};

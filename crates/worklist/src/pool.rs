@@ -15,40 +15,41 @@ use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 /// How units are distributed among workers.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[strum(parse_err_ty = crate::error::Error, parse_err_fn = unknown_distribution)]
+#[serde(rename_all = "kebab-case")]
 pub enum Distribution {
     /// One queue behind one lock, as OpenSkel's baseline: every worker takes
     /// from and adds to the same FIFO.
+    #[strum(serialize = "shared")]
     Shared,
     /// A queue per NUMA node and a deque per worker: a worker takes from its
     /// own deque, then its node's queue, then steals from workers of its
     /// node, then from other nodes. Units a worker adds stay on its deque.
     #[default]
+    #[strum(to_string = "per-node", serialize = "pernode")]
     PerNode,
 }
 
-impl std::fmt::Display for Distribution {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Distribution::Shared => "shared",
-            Distribution::PerNode => "per-node",
-        })
-    }
-}
-
-impl std::str::FromStr for Distribution {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "shared" => Ok(Distribution::Shared),
-            "per-node" | "pernode" => Ok(Distribution::PerNode),
-            _ => Err(format!("unknown distribution `{s}`; expected `shared` or `per-node`")),
-        }
-    }
+fn unknown_distribution(given: &str) -> crate::error::Error {
+    crate::error::Error::UnknownName { what: "distribution", given: given.to_owned(), allowed: &["shared", "per-node"] }
 }
 
 /// A worker's end of the pool.
-pub(crate) enum Local<U> {
+pub(crate) enum WorkerQueue<U> {
     Shared,
     PerNode { deque: Worker<U>, node: usize },
 }
@@ -65,10 +66,10 @@ pub(crate) enum Pool<U> {
 impl<U: Send> Pool<U> {
     /// Builds the pool and each worker's end. `worker_nodes[w]` groups
     /// workers by node (any labels; equal labels share a queue).
-    pub(crate) fn new(distribution: Distribution, worker_nodes: &[Option<usize>]) -> (Pool<U>, Vec<Local<U>>) {
+    pub(crate) fn new(distribution: Distribution, worker_nodes: &[Option<usize>]) -> (Pool<U>, Vec<WorkerQueue<U>>) {
         match distribution {
             Distribution::Shared => {
-                (Pool::Shared(Mutex::new(VecDeque::new())), worker_nodes.iter().map(|_| Local::Shared).collect())
+                (Pool::Shared(Mutex::new(VecDeque::new())), worker_nodes.iter().map(|_| WorkerQueue::Shared).collect())
             }
             Distribution::PerNode => {
                 let mut labels: Vec<Option<usize>> = worker_nodes.to_vec();
@@ -82,7 +83,7 @@ impl<U: Send> Pool<U> {
                         let node = labels.binary_search(label).unwrap_or(0);
                         let deque = Worker::new_fifo();
                         nodes[node].1.push(deque.stealer());
-                        Local::PerNode { deque, node }
+                        WorkerQueue::PerNode { deque, node }
                     })
                     .collect();
                 (Pool::PerNode { nodes }, locals)
@@ -117,20 +118,20 @@ impl<U: Send> Pool<U> {
     }
 
     /// Adds units a worker's transaction produced.
-    pub(crate) fn push(&self, local: &Local<U>, units: impl ExactSizeIterator<Item = U>) {
+    pub(crate) fn push(&self, local: &WorkerQueue<U>, units: impl ExactSizeIterator<Item = U>) {
         match (self, local) {
             (Pool::Shared(q), _) => q.lock().extend(units),
-            (Pool::PerNode { .. }, Local::PerNode { deque, .. }) => units.for_each(|u| deque.push(u)),
-            (Pool::PerNode { nodes }, Local::Shared) => units.for_each(|u| nodes[0].0.push(u)),
+            (Pool::PerNode { .. }, WorkerQueue::PerNode { deque, .. }) => units.for_each(|u| deque.push(u)),
+            (Pool::PerNode { nodes }, WorkerQueue::Shared) => units.for_each(|u| nodes[0].0.push(u)),
         }
     }
 
     /// Takes a unit for a worker: own deque, own node, same-node workers,
     /// then other nodes.
-    pub(crate) fn take(&self, local: &Local<U>) -> Option<U> {
+    pub(crate) fn take(&self, local: &WorkerQueue<U>) -> Option<U> {
         match (self, local) {
             (Pool::Shared(q), _) => q.lock().pop_front(),
-            (Pool::PerNode { nodes }, Local::PerNode { deque, node }) => deque.pop().or_else(|| {
+            (Pool::PerNode { nodes }, WorkerQueue::PerNode { deque, node }) => deque.pop().or_else(|| {
                 let order = (0..nodes.len()).map(|i| (node + i) % nodes.len());
                 for n in order {
                     let (inj, stealers) = &nodes[n];
@@ -147,7 +148,7 @@ impl<U: Send> Pool<U> {
                 }
                 None
             }),
-            (Pool::PerNode { nodes }, Local::Shared) => loop {
+            (Pool::PerNode { nodes }, WorkerQueue::Shared) => loop {
                 match nodes[0].0.steal() {
                     Steal::Success(u) => return Some(u),
                     Steal::Empty => return None,

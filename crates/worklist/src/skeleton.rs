@@ -3,7 +3,7 @@
 use skelaff_stm::{TxError, TxOps};
 
 /// Where a worker runs; passed to [`Skeleton::init_worker`] and available
-/// from [`Ctx::worker`].
+/// from [`ProcessCtx::worker`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkerInfo {
     /// The worker's index, `0..threads`.
@@ -19,7 +19,7 @@ pub struct WorkerInfo {
 /// A transactional worklist program, in OpenSkel's shape.
 ///
 /// The skeleton owns the work pool and the threads; the program owns its
-/// data (`Shared`, reached by every worker; `Local`, one per worker) and
+/// data (`Shared`, reached by every worker; `PerWorker`, one per worker) and
 /// says how to process one unit.
 ///
 /// - [`init_worker`](Skeleton::init_worker) runs once on each worker
@@ -28,7 +28,7 @@ pub struct WorkerInfo {
 /// - [`process`](Skeleton::process) runs one unit inside a transaction. It
 ///   may run several times for the same unit (after conflicts), so
 ///   everything shared it changes must go through `tx`. New units go to
-///   [`Ctx::add_work_unit`]; they are published only if the transaction
+///   [`ProcessCtx::add_work_unit`]; they are published only if the transaction
 ///   commits. Changes to `local` are not rolled back on abort: keep only
 ///   thread-private scratch or statistics there, or reset it at the start
 ///   of `process`.
@@ -54,16 +54,16 @@ pub struct WorkerInfo {
 ///
 /// ```
 /// use skelaff_stm::{TVar, TxError, TxOps};
-/// use skelaff_worklist::{Ctx, Skeleton, WorkerInfo, Worklist};
+/// use skelaff_worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo};
 ///
 /// struct RangeSum;
 /// impl Skeleton for RangeSum {
 ///     type Unit = (u64, u64);
 ///     type Shared = TVar<u64>;
-///     type Local = ();
+///     type PerWorker = ();
 ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
 ///     fn process<X: TxOps>(&self, tx: &mut X, &(lo, hi): &(u64, u64), _: &mut (), total: &TVar<u64>,
-///                          ctx: &mut Ctx<(u64, u64)>) -> Result<(), TxError> {
+///                          ctx: &mut ProcessCtx<(u64, u64)>) -> Result<(), TxError> {
 ///         if hi - lo > 100 {
 ///             let mid = (lo + hi) / 2;
 ///             ctx.add_work_unit((lo, mid));
@@ -76,7 +76,7 @@ pub struct WorkerInfo {
 /// }
 ///
 /// let total = TVar::new(0);
-/// let mut wl = Worklist::builder().threads(2).build(&RangeSum, &total)?;
+/// let mut wl = Builder::new().threads(2).build(&RangeSum, &total)?;
 /// wl.add_work_unit((1, 10_001));
 /// let report = wl.run()?;
 /// assert_eq!(total.load(), 10_000 * 10_001 / 2);
@@ -88,11 +88,11 @@ pub trait Skeleton: Sync {
     type Unit: Send;
     /// Data every worker reaches (transactional data lives in `TVar`s here).
     type Shared: Sync;
-    /// Per-worker data.
-    type Local;
+    /// Per-worker data (thread-private scratch or statistics; not rolled back on abort).
+    type PerWorker;
 
     /// Makes a worker's local data, on the worker's thread.
-    fn init_worker(&self, shared: &Self::Shared, worker: &WorkerInfo) -> Self::Local;
+    fn init_worker(&self, shared: &Self::Shared, worker: &WorkerInfo) -> Self::PerWorker;
 
     /// Processes one unit inside a transaction.
     ///
@@ -104,9 +104,9 @@ pub trait Skeleton: Sync {
         &self,
         tx: &mut X,
         unit: &Self::Unit,
-        local: &mut Self::Local,
+        local: &mut Self::PerWorker,
         shared: &Self::Shared,
-        ctx: &mut Ctx<Self::Unit>,
+        ctx: &mut ProcessCtx<Self::Unit>,
     ) -> Result<(), TxError>;
 
     /// Makes the local data of a helper thread's shadow of `worker`'s next
@@ -115,7 +115,7 @@ pub trait Skeleton: Sync {
     ///
     /// The default calls [`init_worker`](Skeleton::init_worker); override
     /// it if that has effects other threads can see.
-    fn init_helper(&self, shared: &Self::Shared, worker: &WorkerInfo) -> Self::Local {
+    fn init_helper(&self, shared: &Self::Shared, worker: &WorkerInfo) -> Self::PerWorker {
         self.init_worker(shared, worker)
     }
 
@@ -124,28 +124,29 @@ pub trait Skeleton: Sync {
     /// # Errors
     ///
     /// As [`Skeleton::process`].
-    fn update<X: TxOps>(&self, tx: &mut X, local: &mut Self::Local, shared: &Self::Shared) -> Result<(), TxError> {
+    fn update<X: TxOps>(&self, tx: &mut X, local: &mut Self::PerWorker, shared: &Self::Shared) -> Result<(), TxError> {
         let _ = (tx, local, shared);
         Ok(())
     }
 
     /// Runs last on each worker, outside any transaction.
-    fn destroy_worker(&self, local: Self::Local, shared: &Self::Shared) {
+    fn destroy_worker(&self, local: Self::PerWorker, shared: &Self::Shared) {
         let _ = (local, shared);
     }
 }
 
-/// The context of one `process` call: where new units go.
+/// The context of one `process` call: the worker running it, and where
+/// the units it adds go.
 #[derive(Debug)]
-pub struct Ctx<U> {
+pub struct ProcessCtx<U> {
     pub(crate) units: Vec<U>,
     worker: WorkerInfo,
 }
 
-impl<U> Ctx<U> {
+impl<U> ProcessCtx<U> {
     /// An empty context for a worker (also what a helper thread's shadow uses).
     pub fn new(worker: WorkerInfo) -> Self {
-        Ctx { units: Vec::new(), worker }
+        ProcessCtx { units: Vec::new(), worker }
     }
 
     /// Adds a unit to the pool when (and only if) this transaction commits.
@@ -157,11 +158,6 @@ impl<U> Ctx<U> {
     /// The worker running this unit.
     pub fn worker(&self) -> &WorkerInfo {
         &self.worker
-    }
-
-    /// Units added so far in this attempt.
-    pub fn pending_units(&self) -> &[U] {
-        &self.units
     }
 
     /// Forgets the units of an attempt (done before every attempt).

@@ -12,7 +12,7 @@ use skelaff_numa_alloc::alloc::NumaAlloc;
 use skelaff_numa_alloc::{Placement, Topology, pin};
 use skelaff_stm::{TxError, TxOps};
 use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
-use skelaff_worklist::{Ctx, PagePolicy, Skeleton, WorkerInfo, Worklist};
+use skelaff_worklist::{Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo, Worklist};
 
 #[global_allocator]
 static ALLOC: NumaAlloc = NumaAlloc::new();
@@ -41,9 +41,9 @@ fn pages_of(b: &[u8]) -> Placement {
 impl Skeleton for Allocating {
     type Unit = u32;
     type Shared = Found;
-    type Local = (Option<usize>, Vec<(Vec<u8>, Placement)>);
+    type PerWorker = (Option<usize>, Vec<(Vec<u8>, Placement)>);
 
-    fn init_worker(&self, _: &Found, w: &WorkerInfo) -> Self::Local {
+    fn init_worker(&self, _: &Found, w: &WorkerInfo) -> Self::PerWorker {
         (w.node, Vec::new())
     }
 
@@ -51,9 +51,9 @@ impl Skeleton for Allocating {
         &self,
         _: &mut X,
         &depth: &u32,
-        local: &mut Self::Local,
+        local: &mut Self::PerWorker,
         _: &Found,
-        ctx: &mut Ctx<u32>,
+        ctx: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         if depth == 0 {
             for _ in 0..4 {
@@ -67,7 +67,7 @@ impl Skeleton for Allocating {
         Ok(())
     }
 
-    fn destroy_worker(&self, (node, bufs): Self::Local, found: &Found) {
+    fn destroy_worker(&self, (node, bufs): Self::PerWorker, found: &Found) {
         let node = node.expect("workers are pinned");
         let ran_on = pin::current_node().unwrap_or(usize::MAX);
         let mut out = found.buffers.lock();
@@ -81,7 +81,7 @@ impl Skeleton for Allocating {
 fn run(policy: PagePolicy, threads: usize) -> Result<Vec<(usize, usize, Placement, Placement)>, String> {
     let found = Found::default();
     let mut wl =
-        Worklist::builder().threads(threads).policy(policy).build(&Allocating, &found).map_err(|e| e.to_string())?;
+        Builder::new().threads(threads).policy(policy).build(&Allocating, &found).map_err(|e| e.to_string())?;
     wl.add_work_units(std::iter::repeat_n(0, 4 * threads));
     let report = wl.run().map_err(|e| e.to_string())?;
     let mut worker_nodes: Vec<Option<usize>> = report.workers.iter().map(|w| w.node).collect();
@@ -92,8 +92,7 @@ fn run(policy: PagePolicy, threads: usize) -> Result<Vec<(usize, usize, Placemen
     if !report.numa_alloc_global {
         return Err("the report says NumaAlloc is not the global allocator".to_owned());
     }
-    if policy == PagePolicy::Auto && !report.decisions.iter().any(|d| d.what.contains("switching every worker to bind"))
-    {
+    if policy == PagePolicy::Auto && !report.decisions.iter().any(|d| d.decision == Decision::WorkersGenerate) {
         return Err(format!("no switch to bind recorded: {:?}", report.decisions));
     }
     Ok(found.buffers.into_inner())

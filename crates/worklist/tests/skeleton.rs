@@ -4,7 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use skelaff_stm::{AbortReason, TVar, TxError, TxOps};
-use skelaff_worklist::{Ctx, Distribution, Error, PagePolicy, Skeleton, ThreadMapping, WorkerInfo, Worklist};
+use skelaff_worklist::{
+    Builder, Decision, Distribution, Error, PagePolicy, ProcessCtx, Skeleton, ThreadMapping, WorkerInfo,
+};
 
 /// A unit `(depth, id)` spawns `fanout` children until `depth` reaches `max`.
 struct Tree {
@@ -22,7 +24,7 @@ struct TreeShared {
 impl Skeleton for Tree {
     type Unit = (u32, u64);
     type Shared = TreeShared;
-    type Local = u64;
+    type PerWorker = u64;
 
     fn init_worker(&self, _: &TreeShared, _: &WorkerInfo) -> u64 {
         0
@@ -34,7 +36,7 @@ impl Skeleton for Tree {
         &(depth, id): &(u32, u64),
         local: &mut u64,
         s: &TreeShared,
-        ctx: &mut Ctx<(u32, u64)>,
+        ctx: &mut ProcessCtx<(u32, u64)>,
     ) -> Result<(), TxError> {
         tx.update(&s.processed, |p| p + 1)?;
         if depth < self.max {
@@ -74,7 +76,7 @@ fn units_spawning_units_several_levels_deep_all_run_once() {
         for threads in [1, 2, 4] {
             for mapping in [ThreadMapping::Scatter, ThreadMapping::None] {
                 let shared = tree_shared();
-                let mut wl = Worklist::builder()
+                let mut wl = Builder::new()
                     .threads(threads)
                     .distribution(distribution)
                     .mapping(mapping)
@@ -102,7 +104,7 @@ fn units_spawning_units_several_levels_deep_all_run_once() {
 fn an_empty_pool_ends_at_once() {
     let skel = Tree { fanout: 2, max: 1 };
     let shared = tree_shared();
-    let report = Worklist::builder().threads(2).build(&skel, &shared).unwrap().run().unwrap();
+    let report = Builder::new().threads(2).build(&skel, &shared).unwrap().run().unwrap();
     assert_eq!(report.units, 0);
     assert_eq!(shared.destroyed.load(Ordering::SeqCst), 2);
 }
@@ -114,7 +116,7 @@ struct AbortOnce;
 impl Skeleton for AbortOnce {
     type Unit = u32;
     type Shared = TVar<u64>;
-    type Local = u32;
+    type PerWorker = u32;
 
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) -> u32 {
         0
@@ -126,7 +128,7 @@ impl Skeleton for AbortOnce {
         &unit: &u32,
         attempts: &mut u32,
         count: &TVar<u64>,
-        ctx: &mut Ctx<u32>,
+        ctx: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         tx.update(count, |c| c + 1)?;
         if unit == 0 {
@@ -143,7 +145,7 @@ impl Skeleton for AbortOnce {
 #[test]
 fn units_of_an_aborted_attempt_are_dropped() {
     let count = TVar::new(0);
-    let mut wl = Worklist::builder().threads(1).build(&AbortOnce, &count).unwrap();
+    let mut wl = Builder::new().threads(1).build(&AbortOnce, &count).unwrap();
     wl.add_work_unit(0);
     let report = wl.run().unwrap();
     assert_eq!(report.units, 2, "unit 0 and exactly one child");
@@ -161,7 +163,7 @@ struct Panicky {
 impl Skeleton for Panicky {
     type Unit = u64;
     type Shared = TVar<u64>;
-    type Local = ();
+    type PerWorker = ();
 
     fn init_worker(&self, _: &TVar<u64>, w: &WorkerInfo) {
         assert!(!(self.in_init && w.index == 1), "init of worker 1 fails");
@@ -173,7 +175,7 @@ impl Skeleton for Panicky {
         &u: &u64,
         _: &mut (),
         s: &TVar<u64>,
-        ctx: &mut Ctx<u64>,
+        ctx: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         tx.update(s, |c| c + 1)?;
         if Some(u) == self.at {
@@ -196,7 +198,7 @@ fn a_panic_stops_every_worker_and_is_returned() {
     for threads in [1, 2, 4] {
         let s = TVar::new(0);
         let skel = Panicky { at: Some(7_007), in_init: false, in_update: false };
-        let mut wl = Worklist::builder().threads(threads).build(&skel, &s).unwrap();
+        let mut wl = Builder::new().threads(threads).build(&skel, &s).unwrap();
         wl.add_work_units(0..1000);
         match wl.run() {
             Err(Error::Panicked { worker: Some(_), message }) => assert_eq!(message, "unit 7007 is poisoned"),
@@ -207,12 +209,12 @@ fn a_panic_stops_every_worker_and_is_returned() {
     }
     let s = TVar::new(0);
     let skel = Panicky { at: None, in_init: true, in_update: false };
-    let mut wl = Worklist::builder().threads(2).build(&skel, &s).unwrap();
+    let mut wl = Builder::new().threads(2).build(&skel, &s).unwrap();
     wl.add_work_units(0..10);
     let e = wl.run().unwrap_err();
     assert!(e.to_string().contains("worker 1 panicked: init of worker 1 fails"), "{e}");
     let skel = Panicky { at: None, in_init: false, in_update: true };
-    let mut wl = Worklist::builder().threads(2).build(&skel, &s).unwrap();
+    let mut wl = Builder::new().threads(2).build(&skel, &s).unwrap();
     wl.add_work_units(0..10);
     assert!(matches!(wl.run(), Err(Error::Panicked { .. })));
 }
@@ -221,23 +223,33 @@ fn a_panic_stops_every_worker_and_is_returned() {
 fn skelaff_switches_to_bind_only_when_units_are_generated() {
     let skel = Tree { fanout: 2, max: 3 };
     let shared = tree_shared();
-    let mut wl = Worklist::builder().threads(2).policy(PagePolicy::Auto).build(&skel, &shared).unwrap();
+    let mut wl = Builder::new().threads(2).policy(PagePolicy::Auto).build(&skel, &shared).unwrap();
     wl.add_work_units((0..4).map(|i| (0, i)));
     let report = wl.run().unwrap();
-    let text: Vec<&str> = report.decisions.iter().map(|d| d.what.as_str()).collect();
-    assert!(text.iter().any(|t| t.contains("page policy cyclic")), "{text:?}");
-    assert!(text.iter().any(|t| t.contains("switching every worker to bind")), "{text:?}");
+    let decided = |d: &Decision| report.decisions.iter().any(|x| &x.decision == d);
+    let nodes = skelaff_numa_alloc::Topology::get().unwrap().allowed_nodes().iter().collect();
+    assert!(decided(&Decision::CyclicUntilGenerating { nodes }), "{:?}", report.decisions);
+    assert!(decided(&Decision::WorkersGenerate), "{:?}", report.decisions);
+    // Every worker that processed a unit after the switch bound itself to its node.
+    assert!(report.decisions.iter().any(|d| matches!(d.decision, Decision::BoundToNode { .. })));
     // Decisions are in time order.
     assert!(report.decisions.windows(2).all(|w| w[0].at <= w[1].at));
 
     // Seeds that generate nothing: cyclic all along.
     let shared = tree_shared();
     let flat = Tree { fanout: 2, max: 0 };
-    let mut wl = Worklist::builder().threads(2).build(&flat, &shared).unwrap();
+    let mut wl = Builder::new().threads(2).build(&flat, &shared).unwrap();
     wl.add_work_units((0..100).map(|i| (0, i)));
     let report = wl.run().unwrap();
     assert_eq!(report.units, 100);
-    assert!(!report.decisions.iter().any(|d| d.what.contains("bind")), "{:?}", report.decisions);
+    assert!(
+        !report
+            .decisions
+            .iter()
+            .any(|d| matches!(d.decision, Decision::WorkersGenerate | Decision::BoundToNode { .. })),
+        "{:?}",
+        report.decisions
+    );
 }
 
 #[test]
@@ -248,11 +260,12 @@ fn every_policy_and_mapping_gives_the_same_result() {
         for mapping in [ThreadMapping::Scatter, ThreadMapping::Compact, ThreadMapping::None] {
             let skel = Tree { fanout: 2, max: 5 };
             let shared = tree_shared();
-            let mut wl = Worklist::builder().threads(2).policy(policy).mapping(mapping).build(&skel, &shared).unwrap();
+            let mut wl = Builder::new().threads(2).policy(policy).mapping(mapping).build(&skel, &shared).unwrap();
             wl.add_work_unit((0, 0));
             let report = wl.run().unwrap();
             assert_eq!(report.units, 63, "{policy} {mapping}");
-            assert_eq!(report.policy, policy.to_string());
+            assert_eq!(report.policy, policy);
+            assert_eq!(report.mapping, mapping.to_string());
         }
     }
 }
@@ -261,19 +274,24 @@ fn every_policy_and_mapping_gives_the_same_result() {
 fn configuration_errors_and_text_forms() {
     let skel = Tree { fanout: 1, max: 0 };
     let shared = tree_shared();
-    assert!(matches!(Worklist::builder().threads(0).build(&skel, &shared), Err(Error::ZeroThreads)));
+    assert!(matches!(Builder::new().threads(0).build(&skel, &shared), Err(Error::ZeroThreads)));
     assert_eq!("first-touch".parse::<PagePolicy>().unwrap(), PagePolicy::FirstTouch);
     let e = "sideways".parse::<PagePolicy>().unwrap_err();
-    assert!(e.contains("auto, first-touch, bind, cyclic, interleave"), "{e}");
-    assert!("x".parse::<ThreadMapping>().is_err());
+    assert!(matches!(&e, Error::UnknownName { what: "page policy", given, .. } if given == "sideways"), "{e}");
+    assert!(e.to_string().contains("auto, first-touch, bind, cyclic, interleave"), "{e}");
+    assert!(matches!("x".parse::<ThreadMapping>(), Err(Error::UnknownName { what: "thread mapping", .. })));
     assert_eq!("shared".parse::<Distribution>().unwrap(), Distribution::Shared);
+    assert_eq!("pernode".parse::<Distribution>().unwrap(), Distribution::PerNode);
+    assert_eq!(Distribution::PerNode.to_string(), "per-node");
+    let e = "spread".parse::<Distribution>().unwrap_err();
+    assert_eq!(e.to_string(), "unknown distribution `spread`; expected one of: shared, per-node");
 }
 
 #[test]
 fn the_report_prints_and_serialises() {
     let skel = Tree { fanout: 2, max: 4 };
     let shared = tree_shared();
-    let mut wl = Worklist::builder().threads(2).build(&skel, &shared).unwrap();
+    let mut wl = Builder::new().threads(2).build(&skel, &shared).unwrap();
     wl.add_work_unit((0, 0));
     let report = wl.run().unwrap();
     let table = report.to_string();
@@ -284,7 +302,12 @@ fn the_report_prints_and_serialises() {
     assert_eq!(j["workers"].as_array().unwrap().len(), 2);
     assert_eq!(j["commits"], 33);
     assert!(j["aborts_by_reason"]["validate_commit"].is_u64());
-    assert!(j["decisions"].as_array().unwrap().len() >= 2);
+    let decisions = j["decisions"].as_array().unwrap();
+    assert!(decisions.len() >= 2);
+    // Decisions serialise as tagged values and read back.
+    let first: Decision = serde_json::from_value(decisions[0]["decision"].clone()).unwrap();
+    assert_eq!(first, report.decisions[0].decision);
+    assert_eq!(decisions[0]["decision"]["kind"], "pinned");
 }
 
 /// Records, from inside each worker, its thread's name and CPU mask.
@@ -295,7 +318,7 @@ type Seen = parking_lot::Mutex<Vec<(usize, Option<usize>, Option<String>, skelaf
 impl Skeleton for WhereAmI {
     type Unit = u32;
     type Shared = Seen;
-    type Local = ();
+    type PerWorker = ();
 
     fn init_worker(&self, seen: &Seen, info: &WorkerInfo) {
         let me = std::thread::current();
@@ -303,7 +326,14 @@ impl Skeleton for WhereAmI {
         seen.lock().push((info.index, info.cpu, me.name().map(str::to_owned), mask));
     }
 
-    fn process<X: TxOps>(&self, _: &mut X, _: &u32, _: &mut (), _: &Seen, _: &mut Ctx<u32>) -> Result<(), TxError> {
+    fn process<X: TxOps>(
+        &self,
+        _: &mut X,
+        _: &u32,
+        _: &mut (),
+        _: &Seen,
+        _: &mut ProcessCtx<u32>,
+    ) -> Result<(), TxError> {
         Ok(())
     }
 }
@@ -313,7 +343,7 @@ fn workers_are_named_born_pinned_and_the_caller_keeps_its_mask() {
     let before = skelaff_numa_alloc::topology::thread_affinity().unwrap();
     for mapping in [ThreadMapping::Scatter, ThreadMapping::None] {
         let seen = Seen::default();
-        let mut wl = Worklist::builder().threads(2).mapping(mapping).build(&WhereAmI, &seen).unwrap();
+        let mut wl = Builder::new().threads(2).mapping(mapping).build(&WhereAmI, &seen).unwrap();
         wl.add_work_units(0..16);
         wl.run().unwrap();
         let mut seen = seen.into_inner();

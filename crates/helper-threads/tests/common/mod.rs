@@ -2,20 +2,19 @@
 
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use skelaff_worklist::RunReport;
+use skelaff_worklist::{HelperFigures, RunReport};
 
-/// The figures of helper `i` by name.
-pub(crate) fn helper(report: &RunReport, i: usize) -> HashMap<String, u64> {
-    report.helpers.per_helper[i].iter().cloned().collect()
+/// The figures of helper `i`.
+pub(crate) fn helper(report: &RunReport, i: usize) -> HelperFigures {
+    report.helpers.per_helper[i].clone()
 }
 
-/// Sum of figure `name` over every helper.
-pub(crate) fn total(report: &RunReport, name: &str) -> u64 {
-    report.helpers.per_helper.iter().flatten().filter(|(k, _)| k == name).map(|(_, v)| v).sum()
+/// Every helper's figures summed.
+pub(crate) fn total(report: &RunReport) -> HelperFigures {
+    report.helpers.total().expect("at least one helper")
 }
 
 /// Runs `f` on another thread and fails if it has not returned within

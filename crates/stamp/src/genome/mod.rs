@@ -48,7 +48,7 @@ use serde_json::{Map, json};
 pub use input::{Input, MAX_SEGMENT, NUCLEOTIDES, pack, unpack};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
-use sequencer::{Plain, Sequenced, Transactional, sequence};
+use sequencer::{Sequenced, SequentialBackend, Transactional, sequence};
 
 /// The genome application (see the [module docs](self)).
 ///
@@ -146,7 +146,11 @@ pub fn sequence_sequentially(input: &Input) -> Vec<u8> {
     if !(2..=MAX_SEGMENT).contains(&input.segment_length) {
         return Vec::new();
     }
-    match sequence(&mut Plain::new(input.gene.len().min(input.segments.len())), &input.segments, input.segment_length) {
+    match sequence(
+        &mut SequentialBackend::new(input.gene.len().min(input.segments.len())),
+        &input.segments,
+        input.segment_length,
+    ) {
         Ok(s) => s.sequence,
         Err(_) => Vec::new(),
     }
@@ -224,7 +228,7 @@ impl App for Genome {
         let mut figures = Map::new();
         let (seq, time, report): (Sequenced, _, _) = if common.sequential {
             let start = Instant::now();
-            let seq = sequence(&mut Plain::new(args.gene.min(input.segments.len())), &input.segments, s)?;
+            let seq = sequence(&mut SequentialBackend::new(args.gene.min(input.segments.len())), &input.segments, s)?;
             (seq, start.elapsed(), None)
         } else {
             crate::phases::prepare_before_timing()?;

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use skelaff_stm::collections::FxBuildHasher;
 use skelaff_stm::{THashMap, TVar, TxError, TxOps, atomically};
-use skelaff_worklist::{Ctx, Skeleton, WorkerInfo};
+use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
 use super::input::{mask, unpack};
 use crate::app::{AppError, CommonArgs};
@@ -138,23 +138,23 @@ pub(crate) fn sequence<B: Backend>(b: &mut B, segments: &[u128], s: usize) -> Re
 
 /// The sequential backend: a hash set and plain arrays.
 #[derive(Debug, Default)]
-pub(crate) struct Plain {
+pub(crate) struct SequentialBackend {
     /// Initial capacity of the hash set of phase 1.
     capacity: usize,
     entries: Vec<[u64; FIELDS]>,
 }
 
-impl Plain {
+impl SequentialBackend {
     /// `capacity`: the initial size of the hash set of phase 1 (STAMP sizes
     /// it by the gene length).
     pub(crate) fn new(capacity: usize) -> Self {
-        Plain { capacity, entries: Vec::new() }
+        SequentialBackend { capacity, entries: Vec::new() }
     }
 }
 
-struct PlainLinks<'a>(&'a mut [[u64; FIELDS]]);
+struct SequentialLinks<'a>(&'a mut [[u64; FIELDS]]);
 
-impl Links for PlainLinks<'_> {
+impl Links for SequentialLinks<'_> {
     #[inline]
     fn get(&mut self, i: u64, f: Field) -> Result<u64, TxError> {
         Ok(self.0[i as usize][f as usize])
@@ -166,7 +166,7 @@ impl Links for PlainLinks<'_> {
     }
 }
 
-impl Backend for Plain {
+impl Backend for SequentialBackend {
     fn unique(&mut self, segments: &[u128]) -> Result<Vec<u128>, AppError> {
         // Sized like STAMP's (by the gene length), not by the number of
         // segments, which may be a thousand times the distinct ones.
@@ -189,7 +189,7 @@ impl Backend for Plain {
     }
 
     fn pass(&mut self, keys: &[u128], ends: &[u32], table: &StartTable, overlap: usize) -> Result<(), AppError> {
-        let mut links = PlainLinks(&mut self.entries);
+        let mut links = SequentialLinks(&mut self.entries);
         for &e in ends {
             if let Some(c) = table.get(&(keys[e as usize] & mask(overlap))) {
                 let _ = link_end(&mut links, u64::from(e), c, overlap as u64);
@@ -233,7 +233,7 @@ struct Dedup<'a> {
 impl Skeleton for Dedup<'_> {
     type Unit = u32;
     type Shared = THashMap<u128, ()>;
-    type Local = ();
+    type PerWorker = ();
 
     fn init_worker(&self, _: &THashMap<u128, ()>, _: &WorkerInfo) {}
 
@@ -243,7 +243,7 @@ impl Skeleton for Dedup<'_> {
         &first: &u32,
         _: &mut (),
         set: &THashMap<u128, ()>,
-        _: &mut Ctx<u32>,
+        _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let first = first as usize;
         for &k in &self.segments[first..(first + UNIQUE_CHUNK).min(self.segments.len())] {
@@ -274,17 +274,17 @@ impl<X: TxOps> Links for TxLinks<'_, X> {
 
 /// One pass of phase 2 on the skeleton: a unit tries to link a chunk of
 /// chain ends (STAMP runs one transaction per candidate tried).
-struct Link<'a> {
+struct LinkPass<'a> {
     keys: &'a [u128],
     ends: &'a [u32],
     table: &'a StartTable,
     overlap: usize,
 }
 
-impl Skeleton for Link<'_> {
+impl Skeleton for LinkPass<'_> {
     type Unit = u32;
     type Shared = Vec<[TVar<u64>; FIELDS]>;
-    type Local = ();
+    type PerWorker = ();
 
     fn init_worker(&self, _: &Self::Shared, _: &WorkerInfo) {}
 
@@ -294,7 +294,7 @@ impl Skeleton for Link<'_> {
         &first: &u32,
         _: &mut (),
         entries: &Self::Shared,
-        _: &mut Ctx<u32>,
+        _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let first = first as usize;
         let mut links = TxLinks { tx, entries };
@@ -317,7 +317,7 @@ impl Backend for Transactional<'_> {
         let skel = Dedup { segments };
         let mut wl = self.common.builder(self.threads).build(&skel, &set)?;
         wl.add_work_units(unit_starts(segments.len(), UNIQUE_CHUNK));
-        self.runs.push(self.common.run(&mut wl)?);
+        self.runs.run(self.common, &mut wl)?;
         let mut keys: Vec<u128> = atomically(|tx| set.to_vec(tx)).into_iter().map(|(k, ())| k).collect();
         keys.sort_unstable();
         Ok(keys)
@@ -332,10 +332,10 @@ impl Backend for Transactional<'_> {
     }
 
     fn pass(&mut self, keys: &[u128], ends: &[u32], table: &StartTable, overlap: usize) -> Result<(), AppError> {
-        let skel = Link { keys, ends, table, overlap };
+        let skel = LinkPass { keys, ends, table, overlap };
         let mut wl = self.common.builder(self.threads).build(&skel, &self.entries)?;
         wl.add_work_units(unit_starts(ends.len(), LINK_CHUNK));
-        self.runs.push(self.common.run(&mut wl)?);
+        self.runs.run(self.common, &mut wl)?;
         Ok(())
     }
 }
@@ -352,7 +352,7 @@ mod tests {
     fn run_plain(segments: &[&str]) -> Vec<u8> {
         let s = segments[0].len();
         let keys: Vec<u128> = segments.iter().map(|x| pack(&codes(x))).collect();
-        sequence(&mut Plain::new(16), &keys, s).unwrap().sequence
+        sequence(&mut SequentialBackend::new(16), &keys, s).unwrap().sequence
     }
 
     #[test]

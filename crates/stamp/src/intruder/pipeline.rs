@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use skelaff_stm::{THashMap, TMap, TPtr, TVar, TxError, TxOps, Word, atomically};
-use skelaff_worklist::{Ctx, RunReport, Skeleton, WorkerInfo};
+use skelaff_worklist::{ProcessCtx, RunReport, Skeleton, WorkerInfo};
 
 use super::detector::Detector;
 use super::stream::{Packet, Stream, digest};
@@ -428,7 +428,7 @@ impl Pipeline<'_> {
         data: Vec<u8>,
         detector: &mut Detector,
         s: &Reassembly,
-        ctx: &mut Ctx<Unit>,
+        ctx: &mut ProcessCtx<Unit>,
     ) -> Result<(), TxError> {
         let f = flow as usize;
         if tx.read(&s.digests[f])? != 0 {
@@ -461,7 +461,7 @@ fn judge<X: TxOps>(tx: &mut X, flow: u32, data: &[u8], detector: &mut Detector, 
 impl Skeleton for Pipeline<'_> {
     type Unit = Unit;
     type Shared = Reassembly;
-    type Local = Detector;
+    type PerWorker = Detector;
 
     fn init_worker(&self, _: &Reassembly, _: &WorkerInfo) -> Detector {
         Detector::default()
@@ -473,7 +473,7 @@ impl Skeleton for Pipeline<'_> {
         unit: &Unit,
         detector: &mut Detector,
         s: &Reassembly,
-        ctx: &mut Ctx<Unit>,
+        ctx: &mut ProcessCtx<Unit>,
     ) -> Result<(), TxError> {
         let p = match unit {
             Unit::Flow(flow, data) => return judge(tx, *flow, data, detector, s),

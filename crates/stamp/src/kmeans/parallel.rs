@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use skelaff_stm::{TPtr, TVar, TxError, TxOps};
-use skelaff_worklist::{Ctx, Skeleton, WorkerInfo};
+use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
 use super::input::Points;
 use super::{Assign, nearest};
@@ -131,7 +131,7 @@ impl Step<'_> {
 impl Skeleton for Step<'_> {
     type Unit = u32;
     type Shared = Accumulators;
-    type Local = Scratch;
+    type PerWorker = Scratch;
 
     fn init_worker(&self, _: &Accumulators, _: &WorkerInfo) -> Scratch {
         Scratch { unit: None, sums: vec![0.0; self.k * self.points.dims], counts: vec![0; self.k], changed: 0 }
@@ -148,7 +148,7 @@ impl Skeleton for Step<'_> {
         &start: &u32,
         s: &mut Scratch,
         acc: &Accumulators,
-        _: &mut Ctx<u32>,
+        _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         if s.unit != Some(start) {
             self.compute(start, s);
@@ -222,7 +222,7 @@ impl Assign for Parallel<'_> {
         let step = Step { points: self.points, centers, k, chunk: self.chunk, old: &self.old, next: &self.next };
         let mut wl = self.common.builder(self.threads).build(&step, acc)?;
         wl.add_work_units((0..self.points.len()).step_by(self.chunk).map(|i| i as u32));
-        self.runs.push(self.common.run(&mut wl)?);
+        self.runs.run(self.common, &mut wl)?;
         drop(wl);
         let changed = acc.take(sums, counts);
         for (o, n) in self.old.iter_mut().zip(&self.next) {

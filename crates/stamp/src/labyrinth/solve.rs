@@ -4,7 +4,7 @@
 use std::fmt;
 
 use skelaff_stm::{AbortReason, TPtr, TVar, TxError, TxOps};
-use skelaff_worklist::{Ctx, RunReport, Skeleton, WorkerInfo};
+use skelaff_worklist::{ProcessCtx, RunReport, Skeleton, WorkerInfo};
 
 use super::maze::{EMPTY, ENDPOINT, Maze, PATH_BASE, WALL};
 use super::router::{Costs, Router};
@@ -246,7 +246,7 @@ struct Lee<'m> {
 impl Skeleton for Lee<'_> {
     type Unit = u32;
     type Shared = Board;
-    type Local = Router;
+    type PerWorker = Router;
 
     fn init_worker(&self, _: &Board, _: &WorkerInfo) -> Router {
         Router::new(self.maze.dims)
@@ -264,7 +264,7 @@ impl Skeleton for Lee<'_> {
         &k: &u32,
         router: &mut Router,
         board: &Board,
-        _: &mut Ctx<u32>,
+        _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let (src, dst) = self.maze.pairs[k as usize];
         let view = |c: u32| board.cells[c as usize].load() == EMPTY;

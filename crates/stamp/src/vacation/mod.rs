@@ -49,7 +49,7 @@
 //! fastest plain program, and the baseline the speed targets use.
 //! `--sequential-tables stamp` runs the transactional manager's own code
 //! (its red-black trees and customer lists) through the uninstrumented
-//! [`Plain`], which is what STAMP's sequential build measures: the
+//! [`UninstrumentedTx`], which is what STAMP's sequential build measures: the
 //! difference to it is the STM's cost alone, the difference between the
 //! two sequential versions the cost of the transactional data structures.
 //!
@@ -66,9 +66,9 @@
 //! loaded twice around the value, the stripe logged) come to nearly half of
 //! a transaction's time rather than a small fraction of it. Measured on a
 //! 2-CPU machine (median of 5, `scripts/stamp-ratios.py`, `-t65536
-//! --helpers off`): one thread costs 1.8× the `Plain` run (2.1× the
+//! --helpers off`): one thread costs 1.8× the `UninstrumentedTx` run (2.1× the
 //! `BTreeMap` one) and 2 threads reach 1.5–1.75× one thread, so about as
-//! fast as the `Plain` run and 0.7–0.8× the `BTreeMap` one. At the default
+//! fast as the `UninstrumentedTx` run and 0.7–0.8× the `BTreeMap` one. At the default
 //! `-t4096` (2.5–3 ms of sequential work) there is also the start: a 2-unit
 //! run (`-t2 -c2 --helpers off`) takes 0.6–1.0 ms, mostly creating two
 //! threads and their first-use state in a fresh process, joining them, and
@@ -92,13 +92,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use skelaff_stm::{TxError, TxOps, atomically};
-use skelaff_worklist::{Ctx, Skeleton, WorkerInfo};
+use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
 pub use check::{Entry, Snapshot};
 pub use client::Kind;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
-use crate::plain::Plain;
+use crate::plain::UninstrumentedTx;
 use client::{Workload, initial_entries, populate};
 use manager::{Manager, TxTables};
 use seq::SeqManager;
@@ -162,7 +162,7 @@ pub enum SequentialTables {
     Std,
     /// The transactional manager's own code ([`TMap`](skelaff_stm::TMap)
     /// red-black trees, [`TList`](skelaff_stm::TList) customer lists) run
-    /// through the uninstrumented [`Plain`]: STAMP's sequential build,
+    /// through the uninstrumented [`UninstrumentedTx`]: STAMP's sequential build,
     /// whose transactional barriers compile to plain loads and stores.
     Stamp,
 }
@@ -254,7 +254,7 @@ impl Skeleton for Clients {
     type Unit = u32;
     type Shared = Shared;
     /// Impossible states this worker met.
-    type Local = u64;
+    type PerWorker = u64;
 
     fn init_worker(&self, _: &Shared, _: &WorkerInfo) -> u64 {
         0
@@ -266,7 +266,7 @@ impl Skeleton for Clients {
         &first: &u32,
         anomalies: &mut u64,
         shared: &Shared,
-        _: &mut Ctx<u32>,
+        _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let mut db = TxTables { tx, m: &shared.manager, anomalies };
         for i in first..first.saturating_add(self.batch).min(self.transactions) {
@@ -427,7 +427,7 @@ fn run_sequential(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (Se
 
 /// The STAMP-style sequential version (`--sequential-tables stamp`): the
 /// transactional manager's code, tables built and transactions run in the
-/// same order as [`run_sequential`], through [`Plain`] instead of the STM.
+/// same order as [`run_sequential`], through [`UninstrumentedTx`] instead of the STM.
 /// Returns the manager, the impossible states met and the time of the
 /// transactions.
 fn run_sequential_stamp(args: &VacationArgs, workload: &Workload, shuffle: u64) -> (Manager, u64, Duration) {
@@ -435,8 +435,8 @@ fn run_sequential_stamp(args: &VacationArgs, workload: &Workload, shuffle: u64) 
     let m = Manager::default();
     let mut anomalies = 0;
     // SAFETY: `m` is this thread's alone until the handle is dropped below.
-    let mut tx = unsafe { Plain::new() };
-    // `Plain` never fails: no conflicts, and the client never retries.
+    let mut tx = unsafe { UninstrumentedTx::new() };
+    // `UninstrumentedTx` never fails: no conflicts, and the client never retries.
     let _ = populate(
         &mut TxTables { tx: &mut tx, m: &m, anomalies: &mut anomalies },
         &initial_entries(args.seed, args.relations),

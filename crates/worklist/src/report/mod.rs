@@ -1,5 +1,9 @@
-//! What a run did: time, units, commits and aborts, per worker, and the
-//! decisions the skeleton took.
+//! What a run did: time, units, commits and aborts, per worker, the
+//! decisions the skeleton took and the helpers' figures; and how the
+//! reports of several runs add up ([`RunReport::merge`]).
+
+mod decision;
+mod helpers;
 
 use std::fmt;
 use std::time::Duration;
@@ -7,16 +11,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use skelaff_stm::{AbortReason, Stats};
 
-/// A decision the skeleton took, and when (since the run started).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// Time since the start of the run.
-    pub at: Duration,
-    /// The worker that took it (`None`: the skeleton, before the workers ran).
-    pub worker: Option<usize>,
-    /// What was decided, in words.
-    pub what: String,
-}
+use crate::config::PagePolicy;
+use crate::pool::Distribution;
+
+pub use decision::{Decision, DecisionAt, NoHelper};
+pub use helpers::{
+    ChannelFigures, CounterFigures, HelperFigures, HelpersReport, ShadowEnds, TimingFigures, TuningFigures,
+};
 
 /// One worker's figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,20 +38,6 @@ pub struct WorkerReport {
     pub idle: Duration,
 }
 
-/// Helper-thread figures of a run (filled in by the helper implementation
-/// given to [`Worklist::run_with`](crate::Worklist::run_with)).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HelperFigures {
-    /// Per helper: `(name, value)` pairs, e.g. units shadowed, words prefetched.
-    pub per_helper: Vec<Vec<(String, u64)>>,
-    /// Per worker, measured on the worker thread by the helper
-    /// implementation (e.g. its cache misses or software counters), with
-    /// or without a helper; empty for [`Worklist::run`](crate::Worklist::run).
-    pub per_worker: Vec<Vec<(String, u64)>>,
-    /// Notes (what was placed where, what could not be measured).
-    pub notes: Vec<String>,
-}
-
 /// The outcome of [`Worklist::run`](crate::Worklist::run).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
@@ -61,23 +48,82 @@ pub struct RunReport {
     /// Threads used.
     pub threads: usize,
     /// The page policy that was asked for (`auto` for SkelAff).
-    pub policy: String,
-    /// The thread mapping.
+    pub policy: PagePolicy,
+    /// The placement's name (the thread mapping for the default placement).
     pub mapping: String,
     /// The distribution of units.
-    pub distribution: String,
+    pub distribution: Distribution,
     /// Whether `NumaAlloc` is the global allocator, so thread policies apply
     /// to everything the program allocates.
     pub numa_alloc_global: bool,
     /// Per-worker figures.
     pub workers: Vec<WorkerReport>,
     /// Decisions and when they were taken.
-    pub decisions: Vec<Decision>,
+    pub decisions: Vec<DecisionAt>,
     /// Helper-thread figures.
-    pub helpers: HelperFigures,
+    pub helpers: HelpersReport,
 }
 
 impl RunReport {
+    /// Adds the report of a later run (programs made of several skeleton
+    /// runs, such as kmeans's iterations): wall time, units and every
+    /// worker's figures are summed per worker index, helper figures merge
+    /// per index ([`HelpersReport::merge`]), and a later decision is kept
+    /// only if no equal one is there yet (so SkelAff's switch to bind shows
+    /// once, not once per run).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::{TVar, TxError, TxOps};
+    /// use skelaff_worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo};
+    ///
+    /// struct Add;
+    /// impl Skeleton for Add {
+    ///     type Unit = u64;
+    ///     type Shared = TVar<u64>;
+    ///     type PerWorker = ();
+    ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
+    ///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
+    ///         tx.update(t, |v| v + u).map(|_| ())
+    ///     }
+    /// }
+    ///
+    /// let total = TVar::new(0);
+    /// let mut merged = None::<skelaff_worklist::RunReport>;
+    /// for _ in 0..3 {
+    ///     let mut wl = Builder::new().threads(1).build(&Add, &total)?;
+    ///     wl.add_work_units([1, 2, 3]);
+    ///     let r = wl.run()?;
+    ///     match &mut merged { Some(m) => m.merge(r), None => merged = Some(r) }
+    /// }
+    /// let m = merged.unwrap();
+    /// assert_eq!((m.units, total.load()), (9, 18));
+    /// assert_eq!(m.workers[0].units, 9);
+    /// # Ok::<(), skelaff_worklist::Error>(())
+    /// ```
+    pub fn merge(&mut self, later: RunReport) {
+        self.wall += later.wall;
+        self.units += later.units;
+        for w in later.workers {
+            match self.workers.iter_mut().find(|x| x.index == w.index) {
+                Some(x) => {
+                    x.units += w.units;
+                    x.stats.merge(&w.stats);
+                    x.busy += w.busy;
+                    x.idle += w.idle;
+                }
+                None => self.workers.push(w),
+            }
+        }
+        for d in later.decisions {
+            if !self.decisions.iter().any(|k| k.decision == d.decision && k.worker == d.worker) {
+                self.decisions.push(d);
+            }
+        }
+        self.helpers.merge(later.helpers);
+    }
+
     /// The transaction statistics summed over the workers.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
@@ -136,13 +182,10 @@ impl RunReport {
             "decisions": self.decisions.iter().map(|d| json!({
                 "at_seconds": d.at.as_secs_f64(),
                 "worker": d.worker,
-                "what": d.what,
+                "decision": d.decision,
+                "text": d.decision.to_string(),
             })).collect::<Vec<_>>(),
-            "helpers": {
-                "per_helper": self.helpers.per_helper.iter().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
-                "per_worker": self.helpers.per_worker.iter().map(|h| h.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
-                "notes": self.helpers.notes,
-            },
+            "helpers": self.helpers,
         })
     }
 }
@@ -191,16 +234,13 @@ impl fmt::Display for RunReport {
             )?;
         }
         for d in &self.decisions {
-            let who = d.worker.map_or("skeleton".to_owned(), |w| format!("worker {w}"));
-            writeln!(f, "  [{:>9.6} s] {who}: {}", d.at.as_secs_f64(), d.what)?;
+            writeln!(f, "  {d}")?;
         }
         for (i, h) in self.helpers.per_helper.iter().enumerate() {
-            let items: Vec<String> = h.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            writeln!(f, "  helper {i}: {}", items.join(" "))?;
+            writeln!(f, "  helper {i}: {h}")?;
         }
         for (i, w) in self.helpers.per_worker.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
-            let items: Vec<String> = w.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            writeln!(f, "  worker {i} counters: {}", items.join(" "))?;
+            writeln!(f, "  worker {i} counters: {w}")?;
         }
         for n in &self.helpers.notes {
             writeln!(f, "  helpers: {n}")?;

@@ -1,0 +1,325 @@
+//! What a worker and its helper share (one [`HelperChannel`] per worker),
+//! and the worker's side of the protocol (paper Fig. 6), lock-free.
+//!
+//! The channel's event count `events` counts every event the helper must
+//! react to; the worker bumps it, and the helper compares it with the
+//! value it saw when it started its shadow (the shadow's cancel word):
+//!
+//! | event (worker side) | `handed` box | `events` | helper |
+//! |---|---|---|---|
+//! | `handoff(Some(u))`: starts the unit it handed before, hands `u` | `Some(clone(u))` | +1 | stops the shadow (overtaken), shadows `u` |
+//! | `handoff(None)`, or the helper is switched off: starts the unit it handed before | `None` | +1 | stops the shadow (overtaken), idles |
+//! | `restarted()`: its transaction runs again | — | +1 | restarts the shadow of the same unit |
+//! | `finish()` | — (`done`) | +1 | returns |
+//!
+//! A handoff puts the unit in a box and swaps the box into `handed` (one
+//! atomic swap: the unit is published before the event that announces
+//! it), bumps `events`, and wakes the helper only if it parked (a fence and
+//! a load, [`Wakeup`]). The helper swaps the box out when it sees `events`
+//! move, and gives the emptied box back through `spare`, so a steady
+//! stream of handoffs allocates nothing. A box the helper never picked up
+//! (it was busy) comes back to the worker at its next handoff, which drops
+//! the stale unit and keeps the box. No lock is taken on the worker's
+//! path; everything only the worker touches (counters, the timing probe)
+//! lives in [`WorkerSide`], on the worker's own stack.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use crossbeam_utils::atomic::AtomicCell;
+use parking_lot::Mutex;
+use skelaff_numa_alloc::idle::Wakeup;
+use skelaff_worklist::{CounterFigures, HelperPlace, WorkerInfo};
+
+use crate::counters::ThreadCounters;
+use crate::tuning::Probe;
+
+/// A handed unit with its sample number (the box that travels).
+pub(crate) struct Handed<U> {
+    pub(crate) unit: Option<U>,
+    /// The unit is sampled for tuning, with this sequence number.
+    pub(crate) sample: Option<u64>,
+}
+
+type HandedBox<U> = Option<Box<Handed<U>>>;
+
+/// The lines a worker touched in a sampled unit, with its sequence number.
+pub(crate) type Accesses = (u64, Vec<usize>);
+
+/// What the worker reports at its end (written once, read after the join).
+#[derive(Debug, Default)]
+pub(crate) struct WorkerEnd {
+    pub(crate) handed: u64,
+    pub(crate) skipped: u64,
+    pub(crate) wakes: u64,
+    pub(crate) probe: Option<Probe>,
+    pub(crate) counters: CounterFigures,
+}
+
+/// What a worker and its helper share (one per worker).
+pub struct HelperChannel<U> {
+    pub(crate) worker: WorkerInfo,
+    pub(crate) place: Option<HelperPlace>,
+    /// The event count (the shadow's cancel word): written by the worker only.
+    pub(crate) events: CachePadded<AtomicU64>,
+    /// The unit handed last, until the helper picks it up.
+    handed: CachePadded<AtomicCell<HandedBox<U>>>,
+    /// An emptied box the helper gives back.
+    spare: AtomicCell<HandedBox<U>>,
+    /// The worker finished.
+    pub(crate) done: AtomicBool,
+    /// No helper thread runs in this run (its probe had it switched off).
+    pub(crate) without_thread: AtomicBool,
+    /// Where the helper parks.
+    pub(crate) wakeup: Wakeup,
+    /// Written by the helper, read by the worker at handoffs: handoffs to
+    /// sit out (the tuner switched the helper off), and the sequence
+    /// number + 1 of the sampled unit it picked up last (0: none).
+    pub(crate) from_helper: CachePadded<(AtomicU64, AtomicU64)>,
+    /// The lines the worker touched in a sampled unit (rare: one unit in
+    /// `sample_every`).
+    pub(crate) accesses: AtomicCell<Option<Box<Accesses>>>,
+    /// Off the hot path: what each side reports at its end.
+    pub(crate) worker_end: Mutex<Option<WorkerEnd>>,
+    pub(crate) helper_end: Mutex<Option<crate::helper::HelperStats>>,
+    pub(crate) notes: Mutex<Vec<String>>,
+}
+
+impl<U> std::fmt::Debug for HelperChannel<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HelperChannel")
+            .field("worker", &self.worker.index)
+            .field("place", &self.place)
+            .field("events", &self.events.load(Ordering::Relaxed))
+            .field("done", &self.done.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// The worker thread's own state: counters and the timing probe. Nobody
+/// else touches it.
+#[derive(Debug)]
+pub struct WorkerSide {
+    handed: u64,
+    skipped: u64,
+    off_left: u64,
+    wakes: u64,
+    /// Sequence number + 1 of the sampled unit running now (0: none).
+    pub(crate) sampling: u64,
+    /// Whether the last handoff gave the helper a unit.
+    handing: bool,
+    /// The timing probe (adaptive tuning only).
+    probe: Option<Probe>,
+    /// When the running unit started (while the probe measures).
+    started: Option<Instant>,
+    /// The unit running now was handed to the helper before.
+    current_helped: bool,
+    /// The unit handed last (the next to run) went to the helper.
+    next_handed: bool,
+    pub(crate) counters: Option<ThreadCounters>,
+    /// No helper thread runs for this worker in this run.
+    without_thread: bool,
+}
+
+impl WorkerSide {
+    pub(crate) fn new(probe: Option<Probe>, counters: Option<ThreadCounters>, without_thread: bool) -> Self {
+        WorkerSide {
+            without_thread,
+            handed: 0,
+            skipped: 0,
+            off_left: 0,
+            wakes: 0,
+            sampling: 0,
+            handing: false,
+            probe,
+            started: None,
+            current_helped: false,
+            next_handed: false,
+            counters,
+        }
+    }
+
+    /// The figures of the worker's side, at its end, and what its counters
+    /// could not measure.
+    pub(crate) fn end(mut self) -> (WorkerEnd, Option<String>) {
+        let counters = self.counters.as_mut().map(ThreadCounters::read).unwrap_or_default();
+        let note = self.counters.as_ref().and_then(|c| c.note().map(str::to_owned));
+        (WorkerEnd { handed: self.handed, skipped: self.skipped, wakes: self.wakes, probe: self.probe, counters }, note)
+    }
+}
+
+impl<U> HelperChannel<U> {
+    pub(crate) fn new(worker: WorkerInfo, place: Option<HelperPlace>) -> Self {
+        HelperChannel {
+            worker,
+            place,
+            events: CachePadded::new(AtomicU64::new(0)),
+            handed: CachePadded::new(AtomicCell::new(None)),
+            spare: AtomicCell::new(None),
+            done: AtomicBool::new(false),
+            without_thread: AtomicBool::new(false),
+            wakeup: Wakeup::new(),
+            from_helper: CachePadded::new((AtomicU64::new(0), AtomicU64::new(0))),
+            accesses: AtomicCell::new(None),
+            worker_end: Mutex::new(None),
+            helper_end: Mutex::new(None),
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Bumps the event count and wakes the helper if it parked.
+    #[inline]
+    fn bump(&self, side: &mut WorkerSide) {
+        self.events.fetch_add(1, Ordering::SeqCst);
+        if self.wakeup.wake() {
+            side.wakes += 1;
+        }
+    }
+
+    /// Puts `unit` in the `handed` box (the helper's next unit), keeping the
+    /// box of a unit the helper never picked up for the next time.
+    #[inline]
+    fn publish(&self, unit: Option<U>, sample: Option<u64>) {
+        let mut b = self.spare.take().unwrap_or_else(|| Box::new(Handed { unit: None, sample: None }));
+        b.unit = unit;
+        b.sample = sample;
+        if let Some(mut stale) = self.handed.swap(Some(b)) {
+            stale.unit = None;
+            drop(self.spare.swap(Some(stale)));
+        }
+    }
+
+    /// The helper takes the unit handed last, if one is waiting, and
+    /// gives the box back.
+    pub(crate) fn pick_up(&self) -> Option<(Option<U>, Option<u64>)> {
+        let mut b = self.handed.take()?;
+        let got = (b.unit.take(), b.sample.take());
+        drop(self.spare.swap(Some(b)));
+        Some(got)
+    }
+
+    /// The worker's handoff (see the module docs). `sample_every`: every
+    /// n-th handed unit is sampled for tuning (`None`: no tuning).
+    #[inline]
+    pub(crate) fn handoff(&self, side: &mut WorkerSide, next: Option<&U>, sample_every: Option<u32>) -> HandoffStart
+    where
+        U: Clone,
+    {
+        // The unit starting now is the one handed last time, if that
+        // handoff gave the helper a unit; if the helper picked it up as a
+        // sample, the worker records what it touches while it runs it.
+        let (off_for, picked) = (&self.from_helper.0, &self.from_helper.1);
+        let mut start = HandoffStart::default();
+        if picked.load(Ordering::Relaxed) != 0 {
+            let p = picked.swap(0, Ordering::Relaxed);
+            if side.handing && p == side.handed {
+                start.sample = Some(p);
+            }
+        }
+        if off_for.load(Ordering::Relaxed) != 0 {
+            side.off_left = off_for.swap(0, Ordering::Relaxed);
+        }
+        // Switched off by the tuner's coverage, or by the timing probe?
+        let mut hand = side.off_left == 0;
+        side.off_left = side.off_left.saturating_sub(1);
+        if side.without_thread {
+            hand = false;
+        }
+        if let Some(p) = &mut side.probe {
+            side.current_helped = side.next_handed;
+            side.started = (p.measuring() && !side.without_thread).then(Instant::now);
+            hand &= p.helper_on();
+            side.next_handed = hand && next.is_some();
+        }
+        if !hand {
+            side.skipped += u64::from(next.is_some());
+            if std::mem::take(&mut side.handing) {
+                // The helper may still be on the unit starting now: stop it.
+                self.publish(None, None);
+                self.bump(side);
+            }
+            return start;
+        }
+        side.handing = next.is_some();
+        let seq = side.handed;
+        let sample = match (sample_every, next) {
+            (Some(n), Some(_)) if seq % u64::from(n) == 0 => Some(seq),
+            _ => None,
+        };
+        side.handed += u64::from(next.is_some());
+        self.publish(next.cloned(), sample);
+        self.bump(side);
+        start
+    }
+
+    /// The worker's transaction runs again: the helper restarts its shadow.
+    #[inline]
+    pub(crate) fn restarted(&self, side: &mut WorkerSide) {
+        if side.handing {
+            self.bump(side);
+        }
+    }
+
+    /// The worker's unit committed: the probe times it.
+    #[inline]
+    pub(crate) fn committed(&self, side: &mut WorkerSide) {
+        if let Some(p) = &mut side.probe {
+            // Without a helper thread the probe runs out its off stretch,
+            // then waits at the start of its on-window for the next run,
+            // which starts the helper again.
+            if side.without_thread && p.helper_on() {
+                return;
+            }
+            p.unit(side.started.take().map(|s| s.elapsed()), side.current_helped);
+        }
+    }
+
+    /// The worker is done: the helper returns.
+    pub(crate) fn finish(&self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.events.fetch_add(1, Ordering::SeqCst);
+        self.wakeup.wake();
+    }
+}
+
+/// What a handoff tells the worker about the unit it starts now.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct HandoffStart {
+    /// The helper shadowed it as a sample (sequence number + 1): record the
+    /// worker's accesses.
+    pub(crate) sample: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handoff_box_is_lock_free_and_recycled() {
+        assert!(AtomicCell::<HandedBox<Vec<u8>>>::is_lock_free());
+        let ch: HelperChannel<u32> =
+            HelperChannel::new(WorkerInfo { index: 0, cpu: None, node: None, threads: 1 }, None);
+        let mut side = WorkerSide::new(None, None, false);
+        ch.handoff(&mut side, Some(&7), None);
+        // Not picked up: the next handoff replaces it.
+        ch.handoff(&mut side, Some(&8), None);
+        assert_eq!(ch.events.load(Ordering::Relaxed), 2);
+        assert_eq!(ch.pick_up(), Some((Some(8), None)));
+        assert_eq!(ch.pick_up(), None);
+        // The box came back: the next handoff reuses it.
+        let spare = ch.spare.take().expect("a spare box");
+        let addr = &*spare as *const Handed<u32>;
+        ch.spare.store(Some(spare));
+        ch.handoff(&mut side, None, None);
+        let b = ch.handed.take().unwrap();
+        assert_eq!(&*b as *const Handed<u32>, addr);
+        assert!(b.unit.is_none());
+        // A restart bumps only while the helper has something to shadow.
+        let before = ch.events.load(Ordering::Relaxed);
+        ch.restarted(&mut side);
+        assert_eq!(ch.events.load(Ordering::Relaxed), before);
+        let (end, _) = side.end();
+        assert_eq!((end.handed, end.skipped), (2, 0));
+    }
+}

@@ -1,0 +1,225 @@
+//! How a run is configured: the settings a user names (thread mapping,
+//! page policy, helpers) and the [`Builder`] that gathers them.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use skelaff_stm::ContentionManager;
+use strum::{Display, EnumString, IntoStaticStr, VariantNames};
+
+use crate::error::Error;
+use crate::placement::{Placement, TopologyPlacement};
+use crate::pool::Distribution;
+use crate::run::Worklist;
+use crate::skeleton::Skeleton;
+
+/// How worker threads are placed on CPUs by the default
+/// [`TopologyPlacement`].
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_mapping)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadMapping {
+    /// Spread over nodes, then caches, then cores; pinned (the default).
+    #[default]
+    Scatter,
+    /// Packed onto as few cores/caches/nodes as possible; pinned.
+    Compact,
+    /// Not pinned: the OS scheduler decides and may migrate threads.
+    None,
+}
+
+/// Where the memory a worker allocates is placed (through `NumaAlloc` when
+/// it is the global allocator, else through the thread's kernel policy).
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_policy)]
+#[serde(rename_all = "kebab-case")]
+pub enum PagePolicy {
+    /// SkelAff: cyclic while the seed units are processed, bind as soon as
+    /// workers start generating units (paper §4.3).
+    #[default]
+    Auto,
+    /// The kernel's default: the first thread to touch a page owns it.
+    FirstTouch,
+    /// Each worker's allocations on its own node.
+    Bind,
+    /// Allocations dealt out page by page over all allowed nodes, in order.
+    Cyclic,
+    /// The kernel's interleave over all allowed nodes.
+    Interleave,
+}
+
+/// Whether helper threads run beside the workers.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_helpers)]
+#[serde(rename_all = "kebab-case")]
+pub enum Helpers {
+    /// A helper for each worker that has an idle CPU sharing its
+    /// last-level cache; none for the others.
+    Auto,
+    /// A helper for every worker: on an idle CPU sharing its last-level
+    /// cache where there is one, else as well as possible (a CPU of the
+    /// same cache used by another thread, else any other CPU), as the
+    /// report's decisions say.
+    On,
+    /// No helpers (the default).
+    #[default]
+    Off,
+}
+
+fn unknown_mapping(given: &str) -> Error {
+    Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: ThreadMapping::VARIANTS }
+}
+
+fn unknown_policy(given: &str) -> Error {
+    Error::UnknownName { what: "page policy", given: given.to_owned(), allowed: PagePolicy::VARIANTS }
+}
+
+fn unknown_helpers(given: &str) -> Error {
+    Error::UnknownName { what: "helpers setting", given: given.to_owned(), allowed: Helpers::VARIANTS }
+}
+
+/// How to run a worklist: adjust the defaults, then [`build`](Builder::build).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_worklist::{Builder, Helpers, PagePolicy, ThreadMapping};
+///
+/// let b = Builder::new().threads(2).mapping("compact".parse()?).policy(PagePolicy::Bind).helpers(Helpers::Off);
+/// assert_eq!(b.thread_count(), 2);
+/// let e = "diagonal".parse::<ThreadMapping>().unwrap_err();
+/// assert_eq!(e.to_string(), "unknown thread mapping `diagonal`; expected one of: scatter, compact, none");
+/// # Ok::<(), skelaff_worklist::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    pub(crate) threads: usize,
+    pub(crate) placement: Arc<dyn Placement>,
+    pub(crate) policy: PagePolicy,
+    pub(crate) helpers: Helpers,
+    pub(crate) distribution: Distribution,
+    pub(crate) shuffle: Option<u64>,
+    pub(crate) stm: skelaff_stm::Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// The default configuration: one worker per available CPU, scattered
+    /// and pinned, SkelAff's page policy, no helpers, a queue per node.
+    pub fn new() -> Self {
+        Builder {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            placement: Arc::new(TopologyPlacement::new(ThreadMapping::Scatter)),
+            policy: PagePolicy::Auto,
+            helpers: Helpers::Off,
+            distribution: Distribution::PerNode,
+            shuffle: None,
+            stm: skelaff_stm::Config::DEFAULT,
+        }
+    }
+
+    /// Worker threads (default: the available parallelism).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// The worker threads asked for.
+    pub fn thread_count(&self) -> usize {
+        self.threads
+    }
+
+    /// Thread mapping of the default placement (default scatter); replaces
+    /// a placement given with [`placement`](Builder::placement).
+    pub fn mapping(mut self, m: ThreadMapping) -> Self {
+        self.placement = Arc::new(TopologyPlacement::new(m));
+        self
+    }
+
+    /// Where workers and helpers run: a strategy of the caller's (see
+    /// [`Placement`]); replaces the mapping.
+    pub fn placement(mut self, p: impl Placement + 'static) -> Self {
+        self.placement = Arc::new(p);
+        self
+    }
+
+    /// Page policy (default auto, SkelAff).
+    pub fn policy(mut self, p: PagePolicy) -> Self {
+        self.policy = p;
+        self
+    }
+
+    /// Helper threads (default off).
+    pub fn helpers(mut self, h: Helpers) -> Self {
+        self.helpers = h;
+        self
+    }
+
+    /// Distribution of units (default per node).
+    pub fn distribution(mut self, d: Distribution) -> Self {
+        self.distribution = d;
+        self
+    }
+
+    /// Shuffles the seed units with this seed before the run (the paper
+    /// shuffles its inputs); `None` keeps their order.
+    pub fn shuffle(mut self, seed: Option<u64>) -> Self {
+        self.shuffle = seed;
+        self
+    }
+
+    /// The STM's contention manager.
+    pub fn contention(mut self, cm: ContentionManager) -> Self {
+        self.stm = skelaff_stm::Config::new().contention(cm);
+        self
+    }
+
+    /// The worklist for `skeleton` over `shared`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroThreads`].
+    pub fn build<'a, S: Skeleton>(self, skeleton: &'a S, shared: &'a S::Shared) -> Result<Worklist<'a, S>, Error> {
+        if self.threads == 0 {
+            return Err(Error::ZeroThreads);
+        }
+        // The STM's one-time set-up belongs before `run`, not in it.
+        skelaff_stm::startup();
+        Ok(Worklist::new(skeleton, shared, self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print_as_users_type_them() {
+        for (s, p) in [
+            ("auto", PagePolicy::Auto),
+            ("first-touch", PagePolicy::FirstTouch),
+            ("bind", PagePolicy::Bind),
+            ("cyclic", PagePolicy::Cyclic),
+            ("interleave", PagePolicy::Interleave),
+        ] {
+            assert_eq!(s.parse::<PagePolicy>().unwrap(), p);
+            assert_eq!(p.to_string(), s);
+        }
+        assert_eq!("on".parse::<Helpers>().unwrap(), Helpers::On);
+        assert_eq!(ThreadMapping::None.to_string(), "none");
+        let e = "sometimes".parse::<Helpers>().unwrap_err();
+        assert!(matches!(e, Error::UnknownName { what: "helpers setting", allowed: ["auto", "on", "off"], .. }), "{e}");
+        assert_eq!(e.to_string(), "unknown helpers setting `sometimes`; expected one of: auto, on, off");
+    }
+}

@@ -1,0 +1,51 @@
+//! What can go wrong building or running a worklist.
+
+/// Errors of building or running a worklist.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `threads(0)`.
+    #[error("a worklist needs at least one thread (got 0)")]
+    ZeroThreads,
+    /// A name that is not one of the allowed ones (a mapping, a page
+    /// policy, a helpers setting, a distribution given as text).
+    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
+    UnknownName {
+        /// What the name was for.
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names allowed.
+        allowed: &'static [&'static str],
+    },
+    /// The placement laid out a different number of threads than asked.
+    #[error("the placement `{placement}` laid out {got} workers; {asked} were asked for")]
+    Placement {
+        /// The placement's name.
+        placement: String,
+        /// Workers asked for.
+        asked: usize,
+        /// Workers it laid out.
+        got: usize,
+    },
+    /// The topology, pinning or a page policy failed.
+    #[error(transparent)]
+    Numa(#[from] skelaff_numa_alloc::Error),
+    /// User code panicked; every worker was stopped.
+    #[error("{} panicked: {message}; the run was stopped", .worker.map_or("the skeleton".to_owned(), |w| format!("worker {w}")))]
+    Panicked {
+        /// The worker whose code panicked.
+        worker: Option<usize>,
+        /// The panic message.
+        message: String,
+    },
+    /// The OS refused to start a worker thread (thread or memory limits);
+    /// the workers already started were stopped.
+    #[error("worker {worker}'s thread could not start: {source}; the run was stopped")]
+    Spawn {
+        /// The worker whose thread did not start.
+        worker: usize,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,183 @@
+//! One worker's life (set its policy, init, the unit loop, update,
+//! destroy), and the state every worker of a run reaches.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
+use parking_lot::Mutex;
+use skelaff_numa_alloc::{NodeSet, Policy};
+use skelaff_stm::{Stats, atomically_with};
+
+use crate::assist::Assist;
+use crate::config::PagePolicy;
+use crate::page_policy;
+use crate::pool::{Pool, Signal, WorkerQueue};
+use crate::report::{Decision, DecisionAt, WorkerReport};
+use crate::skeleton::{ProcessCtx, Skeleton, WorkerInfo};
+
+/// What every worker (and helper) of a run reaches.
+pub(crate) struct RunState<'a, S: Skeleton> {
+    pub(crate) skeleton: &'a S,
+    pub(crate) shared: &'a S::Shared,
+    pub(crate) pool: Pool<S::Unit>,
+    pub(crate) signal: Signal,
+    pub(crate) start: Instant,
+    pub(crate) stm: skelaff_stm::Config,
+    pub(crate) policy: PagePolicy,
+    pub(crate) allowed_nodes: NodeSet,
+    pub(crate) page_size: usize,
+    /// Raised (SkelAff) once a worker's transaction generated units.
+    pub(crate) generating: AtomicBool,
+    pub(crate) decisions: Mutex<Vec<DecisionAt>>,
+    /// The first failure of a worker: (worker, message).
+    pub(crate) failure: Mutex<Option<(Option<usize>, String)>>,
+}
+
+impl<S: Skeleton> RunState<'_, S> {
+    /// Records a decision about `worker` (or the whole run), timed from the start.
+    pub(crate) fn decide(&self, worker: Option<usize>, decision: Decision) {
+        self.decisions.lock().push(DecisionAt { at: self.start.elapsed(), worker, decision });
+    }
+
+    /// Records the first failure and stops every worker.
+    pub(crate) fn fail(&self, worker: Option<usize>, message: String) {
+        self.failure.lock().get_or_insert((worker, message));
+        self.signal.stop();
+    }
+}
+
+/// Calls [`Assist::finish`] when dropped: the worker's way out, unwinding included.
+pub(crate) struct Finish<'l, S: Skeleton, A: Assist<S>> {
+    pub(crate) assist: &'l A,
+    pub(crate) channel: &'l A::Channel,
+}
+
+impl<S: Skeleton, A: Assist<S>> Drop for Finish<'_, S, A> {
+    fn drop(&mut self) {
+        self.assist.finish(self.channel);
+    }
+}
+
+/// One worker's life: set the policy, init, loop, update, destroy. The
+/// thread is already pinned (created under its CPU's mask).
+///
+/// With `assisted` (only when `A::ENABLED`), the loop is Fig. 6's: the
+/// worker holds the next unit besides the current one and tells its helper
+/// through `assist`; otherwise it is the plain loop (`A::ENABLED` is a
+/// constant, so `run()` compiles without any of it).
+pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
+    state: &RunState<'_, S>,
+    info: WorkerInfo,
+    queue: WorkerQueue<S::Unit>,
+    assist: &A,
+    channel: &A::Channel,
+    assisted: bool,
+) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
+    page_policy::set_worker_policy(page_policy::initial_policy(
+        state.policy,
+        &info,
+        state.allowed_nodes,
+        state.page_size,
+    ))?;
+    let assisted = A::ENABLED && assisted;
+    let mut side = assist.worker_start(channel);
+    let mut switched = state.policy != PagePolicy::Auto;
+    let _ = Stats::take_thread();
+    let mut user = state.skeleton.init_worker(state.shared, &info);
+    let mut ctx = ProcessCtx::new(info);
+    let mut units = 0u64;
+    let mut idle = Duration::ZERO;
+    let begin = Instant::now();
+    let backoff = Backoff::new();
+    let mut finished = 0usize;
+    // With a helper: the unit taken ahead and handed over (Fig. 6).
+    let mut ahead: Option<S::Unit> = None;
+    loop {
+        if state.signal.stopped() {
+            break;
+        }
+        // Note the epoch before looking: a unit published after this
+        // moves it, so the wait below cannot miss it.
+        let epoch = state.signal.epoch();
+        let taken = match ahead.take() {
+            Some(u) => Some(u),
+            None => state.pool.take(&queue),
+        };
+        if let Some(unit) = taken {
+            backoff.reset();
+            if assisted {
+                // Take one more and hand it over; the first time this makes two.
+                ahead = state.pool.take(&queue);
+                assist.handoff(channel, &mut side, ahead.as_ref());
+            }
+            // Checked after taking the unit: the flag is raised before any
+            // generated unit is published, so a generated unit is always
+            // processed under bind.
+            if !switched && state.generating.load(Ordering::Acquire) {
+                let node = page_policy::bind_node(&info);
+                page_policy::set_worker_policy(Policy::Bind(NodeSet::try_single(node).unwrap_or_default()))?;
+                state.decide(Some(info.index), Decision::BoundToNode { node });
+                switched = true;
+            }
+            let mut attempt = 0u32;
+            atomically_with(&state.stm, |tx| {
+                if assisted && attempt > 0 {
+                    assist.restarted(channel, &mut side);
+                }
+                attempt += 1;
+                ctx.clear();
+                state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
+            });
+            if assisted {
+                assist.committed(channel, &mut side);
+            }
+            units += 1;
+            let n = ctx.units.len();
+            if n > 0 {
+                if state.policy == PagePolicy::Auto && !state.generating.swap(true, Ordering::Release) {
+                    state.decide(Some(info.index), Decision::WorkersGenerate);
+                }
+                state.signal.add(n);
+                state.pool.push(&queue, ctx.units.drain(..));
+                state.signal.wake();
+            }
+            // Finished units are counted here and subtracted from the
+            // shared count only when this worker runs dry: holding them back
+            // keeps `pending` high, never low, so the run cannot end early,
+            // and the busy path touches no shared counter.
+            finished += 1;
+            continue;
+        }
+        if finished > 0 {
+            state.signal.finish_many(finished);
+            finished = 0;
+            continue;
+        }
+        if state.signal.done() {
+            break;
+        }
+        let t = Instant::now();
+        if backoff.is_completed() {
+            state.signal.wait(epoch);
+        } else {
+            backoff.snooze();
+        }
+        idle += t.elapsed();
+    }
+    let total = begin.elapsed();
+    if !state.signal.stopped() {
+        atomically_with(&state.stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
+    }
+    assist.worker_end(channel, side);
+    state.skeleton.destroy_worker(user, state.shared);
+    Ok(WorkerReport {
+        index: info.index,
+        cpu: info.cpu,
+        node: info.node,
+        units,
+        stats: Stats::take_thread(),
+        busy: total.saturating_sub(idle),
+        idle,
+    })
+}
