@@ -6,6 +6,8 @@
 //! under `qemu-system-x86_64 -accel tcg` with emulated NUMA nodes, and
 //! reports each guest's result. Without `--topology` it runs `2x2`, `4x1`
 //! and `2x1+1` (two nodes with one CPU each and a third with memory only).
+//! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
+//! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -17,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use skelaff_numa_alloc::testkit::GuestSpec;
 
+mod machines;
+
 const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
 
 type Result<T, E = String> = std::result::Result<T, E>;
@@ -26,7 +30,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("numa-vm") => numa_vm(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]]... [--timeout SECS]");
+            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS]");
             Ok(())
         }
         Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm")),
@@ -42,13 +46,24 @@ fn main() -> ExitCode {
 
 fn numa_vm(args: &[String]) -> Result<()> {
     let mut topologies = Vec::new();
+    // The paper machine (with its distances) of each topology, if it is one.
+    let mut paper_machines = Vec::new();
     let mut timeout = Duration::from_secs(900);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--topology" => {
-                let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2 or 2x1+1")?;
-                topologies.push(v.parse::<GuestSpec>().map_err(|e| e.to_string())?);
+                let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2, 2x1+1, numa16 or numa32")?;
+                let (shape, machine) = match machines::paper_shape(v) {
+                    Some((shape, m)) => (shape, Some(m)),
+                    None => (v.clone(), None),
+                };
+                topologies.push(
+                    shape
+                        .parse::<GuestSpec>()
+                        .map_err(|e| format!("--topology {v}: {e}; or one of the paper's machines: numa16, numa32"))?,
+                );
+                paper_machines.push(machine);
             }
             "--timeout" => {
                 let v = it.next().ok_or("--timeout needs a number of seconds")?;
@@ -63,6 +78,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
             .iter()
             .map(|t| t.parse().map_err(|e: skelaff_numa_alloc::Error| e.to_string()))
             .collect::<Result<_>>()?;
+        paper_machines = vec![None; topologies.len()];
     }
 
     let root = workspace_root()?;
@@ -86,9 +102,9 @@ fn numa_vm(args: &[String]) -> Result<()> {
     let initramfs = make_initramfs(&work, &busybox, &tests)?;
 
     let mut failed = Vec::new();
-    for spec in &topologies {
+    for (spec, machine) in topologies.iter().zip(&paper_machines) {
         let start = Instant::now();
-        match boot(&kernel, &initramfs, spec, timeout) {
+        match boot(&kernel, &initramfs, spec, machine.as_ref(), timeout) {
             Ok(()) => println!("numa-vm {spec}: PASSED in {:.0?}", start.elapsed()),
             Err(e) => {
                 println!("numa-vm {spec}: FAILED in {:.0?}: {e}", start.elapsed());
@@ -260,7 +276,13 @@ poweroff -f
     Ok(cpio)
 }
 
-fn boot(kernel: &Path, initramfs: &Path, spec: &GuestSpec, timeout: Duration) -> Result<()> {
+fn boot(
+    kernel: &Path,
+    initramfs: &Path,
+    spec: &GuestSpec,
+    machine: Option<&skelaff_locality::Machine>,
+    timeout: Duration,
+) -> Result<()> {
     let node_mib: u64 = if spec.total_nodes() <= 4 { 512 } else { 256 };
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-cpu", "max", "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"]);
@@ -275,8 +297,13 @@ fn boot(kernel: &Path, initramfs: &Path, spec: &GuestSpec, timeout: Duration) ->
         };
         cmd.args(["-numa", &format!("node,nodeid={n}{cpus},memdev=m{n}")]);
     }
+    let mut append = format!("console=ttyS0 quiet panic=-1 skelaff.topology={spec} skelaff.node_mib={node_mib}");
+    if let Some(m) = machine {
+        cmd.args(machines::dist_args(m));
+        append.push_str(&format!(" skelaff.machine={}", m.name()));
+    }
     cmd.arg("-kernel").arg(kernel).arg("-initrd").arg(initramfs);
-    cmd.args(["-append", &format!("console=ttyS0 quiet panic=-1 skelaff.topology={spec} skelaff.node_mib={node_mib}")]);
+    cmd.args(["-append", &append]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     println!(
         "numa-vm {spec}: booting {} nodes, {} CPUs, {node_mib} MiB per node",

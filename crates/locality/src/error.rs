@@ -135,6 +135,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The kernel refused a placement query or move.
+    #[error("{what}: {source}")]
+    Numa {
+        /// What was being done.
+        what: String,
+        /// The NUMA layer's error (it names the call and errno).
+        #[source]
+        source: skelaff_numa_alloc::Error,
+    },
     /// Drawing the footprint plot failed.
     #[error("plotting {what}: {reason}")]
     Plot {
