@@ -55,7 +55,8 @@ fn numa_vm(args: &[String]) -> Result<()> {
             "--topology" => {
                 let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2, 2x1+1, numa16 or numa32")?;
                 let (shape, machine) = match machines::paper_shape(v) {
-                    Some((shape, m)) => (shape, Some(m)),
+                    Some(Ok((shape, m))) => (shape, Some(m)),
+                    Some(Err(e)) => return Err(format!("--topology {v}: {e}")),
                     None => (v.clone(), None),
                 };
                 topologies.push(
@@ -104,7 +105,13 @@ fn numa_vm(args: &[String]) -> Result<()> {
     let mut failed = Vec::new();
     for (spec, machine) in topologies.iter().zip(&paper_machines) {
         let start = Instant::now();
-        match boot(&kernel, &initramfs, spec, machine.as_ref(), timeout) {
+        let mut locality = Vec::new();
+        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), timeout, &mut locality);
+        let name = machine.as_ref().map_or_else(|| spec.to_string(), |m| m.name().to_owned());
+        if let Some(path) = machines::save_locality(&work, &name, &locality)? {
+            println!("numa-vm {name}: {} locality runs in {}", locality.len(), path.display());
+        }
+        match outcome {
             Ok(()) => println!("numa-vm {spec}: PASSED in {:.0?}", start.elapsed()),
             Err(e) => {
                 println!("numa-vm {spec}: FAILED in {:.0?}: {e}", start.elapsed());
@@ -282,6 +289,7 @@ fn boot(
     spec: &GuestSpec,
     machine: Option<&skelaff_locality::Machine>,
     timeout: Duration,
+    locality: &mut Vec<String>,
 ) -> Result<()> {
     let node_mib: u64 = if spec.total_nodes() <= 4 { 512 } else { 256 };
     let mut cmd = Command::new("qemu-system-x86_64");
@@ -329,6 +337,10 @@ fn boot(
     loop {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(line) => {
+                if let Some(json) = line.trim().strip_prefix(machines::LOCALITY_LINE) {
+                    locality.push(json.to_owned());
+                    continue;
+                }
                 println!("  [{spec}] {line}");
                 if let Some(rest) = line.trim().strip_prefix("SKELAFF-VM-EXIT ") {
                     if !rest.ends_with(" 0") {

@@ -58,7 +58,8 @@ fn unknown_paper_machine(given: &str) -> Error {
 }
 
 /// What [`Machine::from_str`] accepts.
-const MACHINE_NAMES: &[&str] = &["numa16", "numa32", "NODESxCPUS (e.g. 2x2, 4x1)"];
+const MACHINE_NAMES: &[&str] =
+    &["numa16", "numa32", "numa32/4xCPUS (fewer CPUs per node)", "NODESxCPUS (e.g. 2x2, 4x1)"];
 
 /// A machine's NUMA shape: nodes, CPUs per node and node distances.
 ///
@@ -335,18 +336,36 @@ impl fmt::Display for Machine {
     }
 }
 
-/// Parses `numa16`, `numa32` or `NODESxCPUS` (uniform 10/20 distances).
+/// `NODESxCPUS` as numbers, both at least 1.
+fn parse_shape(s: &str) -> Option<(usize, u32)> {
+    let (n, c) = s.split_once('x')?;
+    let (n, c) = (n.parse::<usize>().ok()?, c.parse::<u32>().ok()?);
+    (n > 0 && c > 0).then_some((n, c))
+}
+
+/// Parses `numa16`, `numa32`, a paper machine shrunk to fewer CPUs per node
+/// (`numa32/4x2`: the same nodes and distances) or `NODESxCPUS` (uniform
+/// 10/20 distances).
 impl FromStr for Machine {
     type Err = Error;
     fn from_str(s: &str) -> Result<Machine> {
         let s = s.trim();
+        if let Some((base, shape)) = s.split_once('/') {
+            let m = Machine::paper(base.parse::<PaperMachine>()?);
+            return match parse_shape(shape) {
+                Some((n, c)) if n == m.nodes() => m.with_cpus_per_node(c),
+                _ => Err(Error::InvalidMachine {
+                    machine: s.to_owned(),
+                    reason: format!("{base} shrunk keeps its {} nodes: write {base}/{}xCPUS", m.nodes(), m.nodes()),
+                }),
+            };
+        }
         if let Ok(p) = s.parse::<PaperMachine>() {
             return Ok(Machine::paper(p));
         }
-        let shape = s.split_once('x').and_then(|(n, c)| Some((n.parse::<usize>().ok()?, c.parse::<u32>().ok()?)));
-        match shape {
-            Some((n, c)) if n > 0 && c > 0 => Machine::uniform(n, c),
-            _ => Err(unknown_paper_machine(s)),
+        match parse_shape(s) {
+            Some((n, c)) => Machine::uniform(n, c),
+            None => Err(unknown_paper_machine(s)),
         }
     }
 }
@@ -376,6 +395,10 @@ mod tests {
         assert_eq!(m.remote_pairs().count(), 6);
         let small = m.with_cpus_per_node(2).unwrap();
         assert_eq!((small.name(), small.total_cpus(), small.distance(0, 2)), ("numa32/4x2", 8, Some(36)));
+        assert_eq!("numa32/4x2".parse::<Machine>().unwrap(), small);
+        let e = "numa32/8x2".parse::<Machine>().unwrap_err().to_string();
+        assert!(e.contains("numa32 shrunk keeps its 4 nodes: write numa32/4xCPUS"), "{e}");
+        assert!("numa99/4x2".parse::<Machine>().is_err());
     }
 
     #[test]
@@ -384,7 +407,7 @@ mod tests {
         assert_eq!((m.name(), m.nodes(), m.distance(1, 3), m.has_custom_distances()), ("4x1", 4, Some(20), false));
         assert!(Machine::paper(PaperMachine::Numa16).has_custom_distances());
         let e = "numa64".parse::<Machine>().unwrap_err().to_string();
-        assert_eq!(e, "unknown machine `numa64`; expected one of: numa16, numa32, NODESxCPUS (e.g. 2x2, 4x1)");
+        assert!(e.starts_with("unknown machine `numa64`; expected one of: numa16, numa32, numa32/4xCPUS"), "{e}");
         for bad in ["0x2", "2x0", "x", "", "65x1"] {
             assert!(bad.parse::<Machine>().is_err(), "{bad}");
         }
