@@ -144,6 +144,12 @@ pub enum Error {
         #[source]
         source: skelaff_numa_alloc::Error,
     },
+    /// The migration thread could not run as asked.
+    #[error("migration thread: {reason}")]
+    Migration {
+        /// What was wrong.
+        reason: String,
+    },
     /// Drawing the footprint plot failed.
     #[error("plotting {what}: {reason}")]
     Plot {

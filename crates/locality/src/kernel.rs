@@ -7,8 +7,8 @@
 //! plan): a page's node is fixed once it is faulted in, so asking at the end
 //! gives the node every earlier access saw, at one system call per 4096
 //! pages instead of one per sample. It is wrong for runs whose pages move
-//! (migration, automatic NUMA balancing): those must attribute as they go
-//! ([`Attribution::Live`]).
+//! (migration, automatic NUMA balancing): those are attributed through the
+//! migrator's log of moves ([`Attribution::Live`]).
 
 use crate::error::{Error, Result};
 use crate::plan::PlacementPlan;

@@ -142,8 +142,9 @@ pub enum Attribution {
     /// Once, at the end of the run (`move_pages` on every sampled page):
     /// right for static placements, where a page never moves.
     AtEnd,
-    /// As the run goes (a page's node is asked when it is sampled): needed
-    /// when pages migrate during the run.
+    /// As the run went: the node at the end walked back through a log of
+    /// the pages moved during the run (see
+    /// [`Profile::attribute_with_moves`]); needed when pages migrate.
     Live,
 }
 

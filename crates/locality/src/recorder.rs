@@ -65,14 +65,18 @@ impl Recorder {
         }
     }
 
-    /// Counts one access and keeps it if it is the period's turn.
+    /// Counts one access and keeps it if it is the period's turn; returns
+    /// whether it was its turn (the sample may still be thinned or dropped
+    /// when the buffer is full).
     #[inline]
-    pub fn offer(&mut self, access: Access) {
+    pub fn offer(&mut self, access: Access) -> bool {
         self.seen += 1;
         self.countdown -= 1;
         if self.countdown == 0 {
             self.keep(access);
+            return true;
         }
+        false
     }
 
     /// Whether the next [`offer`](Self::offer) would keep its access (so a

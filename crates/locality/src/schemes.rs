@@ -200,23 +200,36 @@ fn migrate(profile: &Profile, rule: &MigrationRule, tally: &mut Tally<'_>) {
     }
 }
 
-/// Moves the hottest misplaced pages of the epoch; returns how many moved.
-fn end_epoch(homes: &mut HashMap<u64, u16>, counts: &mut HashMap<u64, Vec<u64>>, pages: usize) -> u64 {
+/// The migration rule's choice at the end of an epoch: from each page's
+/// per-node counts in the epoch and its current home, the up to `pages`
+/// hottest misplaced pages and the node each moves to (see the module docs).
+/// Pages whose home is unknown (`None`) are not moved.
+pub(crate) fn choose_moves(
+    counts: &HashMap<u64, Vec<u64>>,
+    mut home: impl FnMut(u64) -> Option<u16>,
+    pages: usize,
+) -> Vec<(u64, u16)> {
     let mut misplaced: Vec<(u64, u64, u16)> = counts
         .iter()
         .filter_map(|(&page, c)| {
-            let home = usize::from(homes[&page]);
+            let home = usize::from(home(page)?);
             let best = dominant(c);
-            (c[home] < c[usize::from(best)]).then(|| (c.iter().sum::<u64>(), page, best))
+            (c.get(home).copied().unwrap_or(0) < c[usize::from(best)]).then(|| (c.iter().sum::<u64>(), page, best))
         })
         .collect();
     misplaced.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     misplaced.truncate(pages);
-    for &(_, page, node) in &misplaced {
+    misplaced.into_iter().map(|(_, page, node)| (page, node)).collect()
+}
+
+/// Moves the hottest misplaced pages of the epoch; returns how many moved.
+fn end_epoch(homes: &mut HashMap<u64, u16>, counts: &mut HashMap<u64, Vec<u64>>, pages: usize) -> u64 {
+    let moves = choose_moves(counts, |p| homes.get(&p).copied(), pages);
+    for &(page, node) in &moves {
         homes.insert(page, node);
     }
     counts.clear();
-    misplaced.len() as u64
+    moves.len() as u64
 }
 
 impl Profile {

@@ -28,6 +28,8 @@ use skelaff_numa_alloc::{NodeSet, NumaRegion, Policy, RegionOptions, Topology, p
 const PAGES: usize = 96;
 /// Passes over them.
 const ROUNDS: usize = 24;
+/// How long the owners run while the migration thread moves pages.
+const MIGRATION_RUN: std::time::Duration = std::time::Duration::from_millis(1500);
 /// Tolerance on a sampled fraction (binomial error of ~10^3 samples is < 0.02).
 const TOLERANCE: f64 = 0.05;
 
@@ -55,13 +57,14 @@ fn main() -> ExitCode {
         let p = run(&machine, topo, "bind", &cpu_nodes, |node| {
             region(RegionOptions::new(Policy::Bind(NodeSet::single(node))).prefault(true))
         })?;
-        let r = check_private(&p, &cpu_nodes, 1.0)?;
+        let r = check_private(&p, &cpu_nodes, 1.0, Report::Yes)?;
         bind_profile = Some(p);
         Ok(r)
     });
     s.check("first touch by the owner: every sampled access is local", || {
-        let p = run(&machine, topo, "first-touch", &cpu_nodes, |_| region(RegionOptions::new(Policy::FirstTouch)))?;
-        check_private(&p, &cpu_nodes, 1.0)
+        let p =
+            run(&machine, topo, "first-touch (owner)", &cpu_nodes, |_| region(RegionOptions::new(Policy::FirstTouch)))?;
+        check_private(&p, &cpu_nodes, 1.0, Report::Yes)
     });
     s.check("interleave over all nodes: local fraction 1/n", || {
         let p = run(&machine, topo, "interleave", &cpu_nodes, |_| {
@@ -87,7 +90,7 @@ fn main() -> ExitCode {
         };
         let wrong = accesses.into_iter().map(|a| Access { node: shift(a.node), ..a }).collect();
         let wrong = Profile::new(header, wrong).map_err(|e| e.to_string())?;
-        match check_private(&wrong, &cpu_nodes, 1.0) {
+        match check_private(&wrong, &cpu_nodes, 1.0, Report::No) {
             Err(why) => {
                 println!("     (as it should: {why})");
                 Ok(())
@@ -156,7 +159,7 @@ fn run(
                     let cpu = topo.node(node).and_then(|n| n.cpus.iter().next()).ok_or("node without CPUs")?;
                     pin::pin_to_cpu(cpu).map_err(|e| e.to_string())?;
                     let mut r = alloc(node)?;
-                    let rec = touch(&mut r, t as u16)?;
+                    let rec = touch(&mut r, t as u16, &Work::rounds())?;
                     Ok((r, rec))
                 })
             })
@@ -174,41 +177,81 @@ fn run(
     Ok(p)
 }
 
+/// How long the owners touch their pages, on which clock, and whether
+/// their samples also go to a migration thread's board.
+struct Work<'a> {
+    start: Instant,
+    until: Until,
+    board: Option<&'a SampleBoard>,
+}
+
+enum Until {
+    Rounds(usize),
+    Deadline(Instant),
+}
+
+impl Work<'_> {
+    fn rounds() -> Work<'static> {
+        Work { start: Instant::now(), until: Until::Rounds(ROUNDS), board: None }
+    }
+}
+
 /// The owner's passes over its region: a write then a read of every page.
-fn touch(r: &mut NumaRegion, thread: u16) -> Result<Recorder, String> {
+fn touch(r: &mut NumaRegion, thread: u16, work: &Work<'_>) -> Result<Recorder, String> {
     let node = pin::current_node().map_err(|e| e.to_string())? as u16;
     let mut rec = Recorder::new(Sampling::new(3, 1 << 12).map_err(|e| e.to_string())?, Overflow::Thin);
-    let start = std::time::Instant::now();
     let base = r.as_ptr() as u64 / 4096;
     let bytes = r.as_mut_slice();
-    for round in 0..ROUNDS {
-        for page in 0..PAGES {
-            let at = page * 4096 + round * 8;
-            bytes[at] = bytes[at].wrapping_add(1);
-            let t = start.elapsed().as_nanos() as u64;
-            rec.offer(Access::write(base + page as u64, thread, node, t));
-            let _ = std::hint::black_box(bytes[at + 1]);
-            rec.offer(Access::read(base + page as u64, thread, node, t));
+    let mut round = 0;
+    loop {
+        match work.until {
+            Until::Rounds(n) if round >= n => break,
+            Until::Deadline(t) if Instant::now() >= t => break,
+            _ => {}
         }
+        for page in 0..PAGES {
+            let at = page * 4096 + (round % 512) * 8;
+            bytes[at] = bytes[at].wrapping_add(1);
+            let t = work.start.elapsed().as_nanos() as u64;
+            let page = base + page as u64;
+            let mut kept = rec.offer(Access::write(page, thread, node, t));
+            let _ = std::hint::black_box(bytes[at + 1]);
+            kept |= rec.offer(Access::read(page, thread, node, t));
+            if let (true, Some(b)) = (kept, work.board) {
+                b.post(usize::from(thread), page, node);
+            }
+        }
+        round += 1;
     }
     Ok(rec)
 }
 
-fn figures(p: &Profile) -> Result<LocalityFigures, String> {
-    let f = p.measured(&CostModel::default()).map_err(|e| e.to_string())?;
-    let run = RunLocality::from_profile(
-        p,
-        &Scheme::all().collect::<Vec<_>>(),
-        &MigrationRule::default(),
-        &CostModel::default(),
-    )
-    .map_err(|e| e.to_string())?;
-    println!("SKELAFF-LOCALITY {}", serde_json::to_string(&run).map_err(|e| e.to_string())?);
+/// The measured figures of `p`; prints them, and, for `Report::Yes`, its
+/// `SKELAFF-LOCALITY` line with `schemes` modelled from it.
+fn figures_of(p: &Profile, report: Report, schemes: &[Scheme]) -> Result<LocalityFigures, String> {
+    let model = CostModel::default();
+    let f = p.measured(&model).map_err(|e| e.to_string())?;
+    if report == Report::Yes {
+        let run =
+            RunLocality::from_profile(p, schemes, &MigrationRule::default(), &model).map_err(|e| e.to_string())?;
+        println!("SKELAFF-LOCALITY {}", serde_json::to_string(&run).map_err(|e| e.to_string())?);
+    }
     println!("     {}: {f}", p.header().placement);
     if f.unattributed > 0 {
         return Err(format!("{} sampled accesses have no node (pages not resident?)", f.unattributed));
     }
     Ok(f)
+}
+
+/// Whether a run goes into the locality report.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Report {
+    Yes,
+    No,
+}
+
+fn figures(p: &Profile) -> Result<LocalityFigures, String> {
+    figures_of(p, Report::Yes, &[])
 }
 
 fn near(what: &str, got: f64, want: f64) -> Result<(), String> {
@@ -220,8 +263,8 @@ fn near(what: &str, got: f64, want: f64) -> Result<(), String> {
 
 /// Private pages all on their owner's node: local fraction `want`, and each
 /// thread's node serving that thread's samples.
-fn check_private(p: &Profile, cpu_nodes: &[usize], want: f64) -> Result<(), String> {
-    let f = figures(p)?;
+fn check_private(p: &Profile, cpu_nodes: &[usize], want: f64, report: Report) -> Result<(), String> {
+    let f = figures_of(p, report, &[])?;
     near(&format!("{} local fraction", p.header().placement), f.local_fraction, want)?;
     let per_thread = f.accesses as f64 / cpu_nodes.len() as f64;
     for &n in cpu_nodes {
@@ -235,40 +278,53 @@ fn check_private(p: &Profile, cpu_nodes: &[usize], want: f64) -> Result<(), Stri
     Ok(())
 }
 
+/// Every owner (one per node of `cpu_nodes`, pinned there) touching its
+/// region of `regions` as `work` says; their recorders.
+fn owners_pass(
+    topo: &Topology,
+    cpu_nodes: &[usize],
+    regions: &mut [NumaRegion],
+    work: &Work<'_>,
+) -> Result<Vec<Recorder>, String> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = regions
+            .iter_mut()
+            .zip(cpu_nodes)
+            .enumerate()
+            .map(|(t, (r, &node))| {
+                scope.spawn(move || -> Result<Recorder, String> {
+                    let cpu = topo.node(node).and_then(|n| n.cpus.iter().next()).ok_or("node without CPUs")?;
+                    pin::pin_to_cpu(cpu).map_err(|e| e.to_string())?;
+                    touch(r, t as u16, work)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| "a thread panicked".to_owned())?)
+            .collect::<Result<Vec<_>, _>>()
+    })
+}
+
+/// One region per owner, allocated and touched by the main thread on the
+/// first node's CPU: every page on that node.
+fn main_thread_regions(topo: &Topology, cpu_nodes: &[usize]) -> Result<Vec<NumaRegion>, String> {
+    let main_cpu = topo.node(cpu_nodes[0]).and_then(|n| n.cpus.iter().next()).ok_or("no CPU")?;
+    pin::pin_to_cpu(main_cpu).map_err(|e| e.to_string())?;
+    cpu_nodes.iter().map(|_| region(RegionOptions::new(Policy::FirstTouch).prefault(true))).collect()
+}
+
 /// Profile with every page on the main thread's node, plan Oracle_High,
 /// apply it, measure again.
 fn oracle(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<(), String> {
-    let main_cpu = topo.node(cpu_nodes[0]).and_then(|n| n.cpus.iter().next()).ok_or("no CPU")?;
-    pin::pin_to_cpu(main_cpu).map_err(|e| e.to_string())?;
-    // The main thread allocates and touches everything first.
-    let mut regions: Vec<NumaRegion> = cpu_nodes
-        .iter()
-        .map(|_| region(RegionOptions::new(Policy::FirstTouch).prefault(true)))
-        .collect::<Result<_, _>>()?;
+    let mut regions = main_thread_regions(topo, cpu_nodes)?;
     let pass = |regions: &mut Vec<NumaRegion>, placement: &str| -> Result<Profile, String> {
-        let recorders = std::thread::scope(|scope| {
-            let handles: Vec<_> = regions
-                .iter_mut()
-                .zip(cpu_nodes)
-                .enumerate()
-                .map(|(t, (r, &node))| {
-                    scope.spawn(move || -> Result<Recorder, String> {
-                        let cpu = topo.node(node).and_then(|n| n.cpus.iter().next()).ok_or("node without CPUs")?;
-                        pin::pin_to_cpu(cpu).map_err(|e| e.to_string())?;
-                        touch(r, t as u16)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().map_err(|_| "a thread panicked".to_owned())?)
-                .collect::<Result<Vec<_>, _>>()
-        })?;
+        let recorders = owners_pass(topo, cpu_nodes, regions, &Work::rounds())?;
         let header = ProfileHeader::new(machine.clone(), "synthetic-private", placement, cpu_nodes.len() as u16);
         Profile::from_recorders(header, recorders).and_then(Profile::attribute_at_end).map_err(|e| e.to_string())
     };
-    let first = pass(&mut regions, "first-touch-by-main")?;
-    let before = figures(&first)?;
+    let first = pass(&mut regions, "first-touch")?;
+    let before = figures_of(&first, Report::Yes, &Scheme::all().collect::<Vec<_>>())?;
     near(
         "pages first touched by the main thread: local fraction",
         before.local_fraction,
@@ -289,5 +345,62 @@ fn oracle(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<(),
     let after = figures(&second)?;
     near("applied oracle-high local fraction vs its model", after.local_fraction, modelled.local_fraction)?;
     near("modelled oracle-high vs ideal", modelled.local_fraction, ideal.local_fraction)?;
+    Ok(())
+}
+
+/// Every page on the main thread's node, the owners touching theirs for a
+/// while with the migration thread moving ten pages per 10 ms epoch: pages
+/// move, the live-attributed local fraction rises well above first touch's
+/// `1/n`, and every access is attributed.
+fn migration(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<(), String> {
+    let n = cpu_nodes.len();
+    if n < 2 {
+        return Ok(()); // nothing is ever misplaced on one node
+    }
+    let mut regions = main_thread_regions(topo, cpu_nodes)?;
+    let board = SampleBoard::new(n, 1 << 14);
+    let start = Instant::now();
+    let rule = MigrationRule::default();
+    let migrator = Migrator::start(board.clone(), rule, machine.nodes(), 4096, start).map_err(|e| e.to_string())?;
+    let work = Work { start, until: Until::Deadline(start + MIGRATION_RUN), board: Some(&board) };
+    let recorders = owners_pass(topo, cpu_nodes, &mut regions, &work);
+    let log = migrator.stop().map_err(|e| e.to_string())?;
+    let header = ProfileHeader::new(machine.clone(), "synthetic-private", "migration", n as u16);
+    let p = Profile::from_recorders(header, recorders?)
+        .and_then(|p| p.attribute_with_moves(&log.moves))
+        .map_err(|e| e.to_string())?;
+    println!(
+        "     migration thread: {} epochs, {} pages moved, {} refused, {} samples dropped",
+        log.epochs,
+        log.moves.len(),
+        log.failed,
+        log.dropped_samples
+    );
+    let f = figures_of(&p, Report::Yes, &[])?;
+    let misplaced = (n - 1) * PAGES;
+    if log.moves.is_empty() || log.failed > 0 {
+        return Err(format!("{} of {misplaced} misplaced pages moved, {} refused", log.moves.len(), log.failed));
+    }
+    // Each move was a page misplaced in its epoch, toward its owner.
+    let owner_node = |page: u64| {
+        regions.iter().position(|r| {
+            let base = r.as_ptr() as u64 / 4096;
+            (base..base + PAGES as u64).contains(&page)
+        })
+    };
+    for m in &log.moves {
+        let want = owner_node(m.page).map(|i| cpu_nodes[i] as u16);
+        if want != Some(m.to) {
+            return Err(format!("page {:#x} moved to node {}, its owner is on {want:?}", m.page, m.to));
+        }
+    }
+    let first_touch = 1.0 / n as f64;
+    if f.local_fraction < first_touch + 0.1 {
+        return Err(format!(
+            "local fraction {:.3} with {} pages moved; first touch alone gives {first_touch:.3}",
+            f.local_fraction,
+            log.moves.len()
+        ));
+    }
     Ok(())
 }
