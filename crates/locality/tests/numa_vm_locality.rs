@@ -16,10 +16,11 @@
 //! Each run prints `SKELAFF-LOCALITY {json}` (a `RunLocality`) for the report.
 
 use std::process::ExitCode;
+use std::time::Instant;
 
 use skelaff_locality::{
-    Access, CostModel, LocalityFigures, Machine, MigrationRule, Overflow, PlacementPlan, Profile, ProfileHeader,
-    Recorder, RunLocality, Sampling, Scheme,
+    Access, CostModel, LocalityFigures, Machine, MigrationRule, Migrator, Overflow, PageMove, PlacementPlan, Profile,
+    ProfileHeader, Recorder, RunLocality, SampleBoard, Sampling, Scheme, page_nodes,
 };
 use skelaff_numa_alloc::testkit::{GuestSpec, Suite};
 use skelaff_numa_alloc::{NodeSet, NumaRegion, Policy, RegionOptions, Topology, pin};
@@ -30,6 +31,8 @@ const PAGES: usize = 96;
 const ROUNDS: usize = 24;
 /// How long the owners run while the migration thread moves pages.
 const MIGRATION_RUN: std::time::Duration = std::time::Duration::from_millis(1500);
+/// How long the owners run with NUMA balancing on (the default-policy run twice as long).
+const BALANCING_RUN: std::time::Duration = std::time::Duration::from_millis(1500);
 /// Tolerance on a sampled fraction (binomial error of ~10^3 samples is < 0.02).
 const TOLERANCE: f64 = 0.05;
 
@@ -57,9 +60,9 @@ fn main() -> ExitCode {
         let p = run(&machine, topo, "bind", &cpu_nodes, |node| {
             region(RegionOptions::new(Policy::Bind(NodeSet::single(node))).prefault(true))
         })?;
-        let r = check_private(&p, &cpu_nodes, 1.0, Report::Yes)?;
+        check_private(&p, &cpu_nodes, 1.0, Report::Yes)?;
         bind_profile = Some(p);
-        Ok(r)
+        Ok(())
     });
     s.check("first touch by the owner: every sampled access is local", || {
         let p =
@@ -100,6 +103,10 @@ fn main() -> ExitCode {
     });
     s.check("the oracle's plan, applied, reaches its modelled locality and Ideal", || {
         oracle(&machine, topo, &cpu_nodes)
+    });
+    s.check("the migration thread moves misplaced pages to their owners", || migration(&machine, topo, &cpu_nodes));
+    s.check("NUMA balancing: bound pages stay, default ones move; hinting faults beside the samples", || {
+        hinting(&machine, topo, &cpu_nodes)
     });
     s.finish()
 }
@@ -403,4 +410,160 @@ fn migration(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<
         ));
     }
     Ok(())
+}
+
+/// The kernel's NUMA-balancing counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct Vmstat {
+    hint_faults: u64,
+    hint_faults_local: u64,
+    pages_migrated: u64,
+}
+
+impl Vmstat {
+    fn read() -> Result<Vmstat, String> {
+        let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| format!("/proc/vmstat: {e}"))?;
+        let get = |k: &str| {
+            text.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix(' ')?.trim().parse::<u64>().ok()).unwrap_or(0)
+        };
+        Ok(Vmstat {
+            hint_faults: get("numa_hint_faults"),
+            hint_faults_local: get("numa_hint_faults_local"),
+            pages_migrated: get("numa_pages_migrated"),
+        })
+    }
+
+    fn since(self, before: Vmstat) -> Vmstat {
+        Vmstat {
+            hint_faults: self.hint_faults - before.hint_faults,
+            hint_faults_local: self.hint_faults_local - before.hint_faults_local,
+            pages_migrated: self.pages_migrated - before.pages_migrated,
+        }
+    }
+}
+
+/// Every owner page's node, polled every 10 ms while the owners run; each
+/// change is logged as a move (at the poll's time: within 10 ms of the real one).
+fn watch(pages: &[u64], stop: &std::sync::atomic::AtomicBool, start: Instant) -> Result<Vec<PageMove>, String> {
+    let mut last = page_nodes(pages, 4096).map_err(|e| e.to_string())?;
+    let mut moves = Vec::new();
+    while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let now = page_nodes(pages, 4096).map_err(|e| e.to_string())?;
+        let t = start.elapsed().as_nanos() as u64;
+        for ((&page, old), new) in pages.iter().zip(&mut last).zip(&now) {
+            if let (Some(from), Some(to)) = (*old, *new) {
+                if from != to {
+                    moves.push(PageMove { page, from, to, time_ns: t });
+                }
+            }
+            *old = *new;
+        }
+    }
+    Ok(moves)
+}
+
+/// The owners' run with automatic NUMA balancing on (and the placement
+/// watched): the attributed profile, the kernel's counters over the run, and
+/// where the pages ended.
+fn balanced_run(
+    machine: &Machine,
+    topo: &Topology,
+    cpu_nodes: &[usize],
+    regions: &mut [NumaRegion],
+    placement: &str,
+    run_for: std::time::Duration,
+) -> Result<(Profile, Vmstat, Vec<Option<u16>>), String> {
+    let mut pages: Vec<u64> = regions
+        .iter()
+        .flat_map(|r| {
+            let base = r.as_ptr() as u64 / 4096;
+            base..base + PAGES as u64
+        })
+        .collect();
+    pages.sort_unstable();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let start = Instant::now();
+    let before = Vmstat::read()?;
+    let (recorders, moves) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch(&pages, &stop, start));
+        let work = Work { start, until: Until::Deadline(start + run_for), board: None };
+        let recorders = owners_pass(topo, cpu_nodes, regions, &work);
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        let moves = watcher.join().map_err(|_| "the watcher panicked".to_owned()).and_then(|m| m);
+        (recorders, moves)
+    });
+    let counters = Vmstat::read()?.since(before);
+    let (recorders, moves) = (recorders?, moves?);
+    let header = ProfileHeader::new(machine.clone(), "synthetic-private", placement, cpu_nodes.len() as u16);
+    let profile = Profile::from_recorders(header, recorders)
+        .and_then(|p| p.attribute_with_moves(&moves))
+        .map_err(|e| e.to_string())?;
+    let end = page_nodes(&pages, 4096).map_err(|e| e.to_string())?;
+    Ok((profile, counters, end))
+}
+
+/// Automatic NUMA balancing, switched on for this check only (scan delay and
+/// periods shortened through debugfs so it acts within seconds under TCG).
+/// Memory bound with `mbind` is exempt: the kernel neither scans nor
+/// migrates a VMA whose policy lacks `MPOL_F_MOF`, so every bound page
+/// stays. Memory under the default policy, first touched by the main thread,
+/// is migrated toward its owners. The kernel's own sample of all accesses —
+/// hinting faults, local or not — is printed beside the profile's local
+/// fraction as a cross-check.
+fn hinting(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<(), String> {
+    let ctl = "/proc/sys/kernel/numa_balancing";
+    if cpu_nodes.len() < 2 || !std::path::Path::new(ctl).exists() {
+        println!("     (skipped: one node, or a kernel without automatic NUMA balancing)");
+        return Ok(());
+    }
+    let _ = std::process::Command::new("mount").args(["-t", "debugfs", "debugfs", "/sys/kernel/debug"]).status();
+    for (knob, value) in [("scan_delay_ms", "20"), ("scan_period_min_ms", "20"), ("scan_period_max_ms", "200")] {
+        let _ = std::fs::write(format!("/sys/kernel/debug/sched/numa_balancing/{knob}"), value);
+    }
+    std::fs::write(ctl, "1").map_err(|e| format!("enabling NUMA balancing: {e}"))?;
+    let result = (|| {
+        let first = cpu_nodes[0] as u16;
+        // Bound to the main thread's node: nothing may move.
+        let mut bound = main_thread_regions(topo, cpu_nodes)?;
+        for r in &mut bound {
+            let len = r.len();
+            r.apply_range(
+                0..len,
+                Policy::Bind(NodeSet::single(usize::from(first))),
+                skelaff_numa_alloc::Apply::Migrate,
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        let (p, k, end) =
+            balanced_run(machine, topo, cpu_nodes, &mut bound, "bind-to-first (balancing on)", BALANCING_RUN)?;
+        let f = figures_of(&p, Report::No, &[])?;
+        println!(
+            "     bound: kernel {} hinting faults ({} local), {} pages migrated; profile local {:.3}",
+            k.hint_faults, k.hint_faults_local, k.pages_migrated, f.local_fraction
+        );
+        if let Some(i) = end.iter().position(|&n| n != Some(first)) {
+            return Err(format!(
+                "a bound page moved under NUMA balancing: page {i} is on {:?}, bound to {first}",
+                end[i]
+            ));
+        }
+        drop(bound);
+        // Default policy, first touched by the main thread: balancing moves pages to their owners.
+        let mut free = main_thread_regions(topo, cpu_nodes)?;
+        let (p, k, end) = balanced_run(machine, topo, cpu_nodes, &mut free, "balancing", 2 * BALANCING_RUN)?;
+        let f = figures_of(&p, Report::Yes, &[])?;
+        let kernel_local = k.hint_faults_local as f64 / k.hint_faults.max(1) as f64;
+        let moved = end.iter().filter(|&&n| n != Some(first)).count();
+        println!(
+            "     default policy: kernel {} hinting faults, local {kernel_local:.3}; {} pages migrated ({moved} of the owners' pages off node {first}); profile local {:.3}",
+            k.hint_faults, k.pages_migrated, f.local_fraction
+        );
+        if moved == 0 {
+            return Err(format!("NUMA balancing moved none of the owners' pages in {:?}", 2 * BALANCING_RUN));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::write(ctl, "0");
+    result
 }
