@@ -305,7 +305,13 @@ fn boot(
         };
         cmd.args(["-numa", &format!("node,nodeid={n}{cpus},memdev=m{n}")]);
     }
-    let mut append = format!("console=ttyS0 quiet panic=-1 skelaff.topology={spec} skelaff.node_mib={node_mib}");
+    // Automatic NUMA balancing (on by default in Debian's kernel) migrates
+    // pages behind the placement checks' backs and makes `move_pages` report
+    // pages it has just unmapped for hinting as not resident: off, and the
+    // locality check that measures it switches it on for itself.
+    let mut append = format!(
+        "console=ttyS0 quiet panic=-1 numa_balancing=disable skelaff.topology={spec} skelaff.node_mib={node_mib}"
+    );
     if let Some(m) = machine {
         cmd.args(machines::dist_args(m));
         append.push_str(&format!(" skelaff.machine={}", m.name()));

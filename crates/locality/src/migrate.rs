@@ -102,6 +102,8 @@ pub struct MigrationLog {
     pub failed: u64,
     /// Samples the board dropped.
     pub dropped_samples: u64,
+    /// Time spent choosing and moving pages, in nanoseconds.
+    pub work_ns: u64,
 }
 
 /// The background migration thread.
@@ -189,6 +191,7 @@ fn run(
         }
         next += epoch;
         log.epochs += 1;
+        let began = Instant::now();
         let counts = board.drain_counts(nodes);
         if counts.is_empty() {
             continue;
@@ -204,6 +207,7 @@ fn run(
                 Err(_) => log.failed += 1,
             }
         }
+        log.work_ns += began.elapsed().as_nanos() as u64;
     }
     log.dropped_samples = board.dropped();
     Ok(log)
