@@ -8,9 +8,11 @@
 //! - [`stamp`]: the STAMP applications on the skeleton.
 //! - [`spmv`]: MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG.
 //! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
+//! - [`locality`]: page-access profiles, footprints, locality figures and the NUCA study's placement schemes.
 #![doc = ""]
 
 pub use skelaff_helper_threads as helpers;
+pub use skelaff_locality as locality;
 pub use skelaff_numa_alloc as numa;
 pub use skelaff_spmv as spmv;
 pub use skelaff_stamp as stamp;

@@ -6,6 +6,8 @@
 //! under `qemu-system-x86_64 -accel tcg` with emulated NUMA nodes, and
 //! reports each guest's result. Without `--topology` it runs `2x2`, `4x1`
 //! and `2x1+1` (two nodes with one CPU each and a third with memory only).
+//! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
+//! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -17,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use skelaff_testkit::{GuestSpec, GuestSpecError};
 
+mod machines;
+
 const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
 
 type Result<T, E = String> = std::result::Result<T, E>;
@@ -26,7 +30,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("numa-vm") => numa_vm(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]]... [--timeout SECS]");
+            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS]");
             Ok(())
         }
         Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm")),
@@ -42,13 +46,25 @@ fn main() -> ExitCode {
 
 fn numa_vm(args: &[String]) -> Result<()> {
     let mut topologies = Vec::new();
+    // The paper machine (with its distances) of each topology, if it is one.
+    let mut paper_machines = Vec::new();
     let mut timeout = Duration::from_secs(900);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--topology" => {
-                let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2 or 2x1+1")?;
-                topologies.push(v.parse::<GuestSpec>().map_err(|e| e.to_string())?);
+                let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2, 2x1+1, numa16 or numa32")?;
+                let (shape, machine) = match machines::paper_shape(v) {
+                    Some(Ok((shape, m))) => (shape, Some(m)),
+                    Some(Err(e)) => return Err(format!("--topology {v}: {e}")),
+                    None => (v.clone(), None),
+                };
+                topologies.push(
+                    shape
+                        .parse::<GuestSpec>()
+                        .map_err(|e| format!("--topology {v}: {e}; or one of the paper's machines: numa16, numa32"))?,
+                );
+                paper_machines.push(machine);
             }
             "--timeout" => {
                 let v = it.next().ok_or("--timeout needs a number of seconds")?;
@@ -63,6 +79,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
             .iter()
             .map(|t| t.parse().map_err(|e: GuestSpecError| e.to_string()))
             .collect::<Result<_>>()?;
+        paper_machines = vec![None; topologies.len()];
     }
 
     let root = workspace_root()?;
@@ -86,9 +103,15 @@ fn numa_vm(args: &[String]) -> Result<()> {
     let initramfs = make_initramfs(&work, &busybox, &tests)?;
 
     let mut failed = Vec::new();
-    for spec in &topologies {
+    for (spec, machine) in topologies.iter().zip(&paper_machines) {
         let start = Instant::now();
-        match boot(&kernel, &initramfs, spec, timeout) {
+        let mut locality = Vec::new();
+        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), timeout, &mut locality);
+        let name = machine.as_ref().map_or_else(|| spec.to_string(), |m| m.name().to_owned());
+        if let Some(path) = machines::save_locality(&work, &name, &locality)? {
+            println!("numa-vm {name}: {} locality runs in {}", locality.len(), path.display());
+        }
+        match outcome {
             Ok(()) => println!("numa-vm {spec}: PASSED in {:.0?}", start.elapsed()),
             Err(e) => {
                 println!("numa-vm {spec}: FAILED in {:.0?}: {e}", start.elapsed());
@@ -260,7 +283,14 @@ poweroff -f
     Ok(cpio)
 }
 
-fn boot(kernel: &Path, initramfs: &Path, spec: &GuestSpec, timeout: Duration) -> Result<()> {
+fn boot(
+    kernel: &Path,
+    initramfs: &Path,
+    spec: &GuestSpec,
+    machine: Option<&skelaff_locality::Machine>,
+    timeout: Duration,
+    locality: &mut Vec<String>,
+) -> Result<()> {
     let node_mib: u64 = if spec.total_nodes() <= 4 { 512 } else { 256 };
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-cpu", "max", "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"]);
@@ -275,8 +305,19 @@ fn boot(kernel: &Path, initramfs: &Path, spec: &GuestSpec, timeout: Duration) ->
         };
         cmd.args(["-numa", &format!("node,nodeid={n}{cpus},memdev=m{n}")]);
     }
+    // Automatic NUMA balancing (on by default in Debian's kernel) migrates
+    // pages behind the placement checks' backs and makes `move_pages` report
+    // pages it has just unmapped for hinting as not resident: off, and the
+    // locality check that measures it switches it on for itself.
+    let mut append = format!(
+        "console=ttyS0 quiet panic=-1 numa_balancing=disable skelaff.topology={spec} skelaff.node_mib={node_mib}"
+    );
+    if let Some(m) = machine {
+        cmd.args(machines::dist_args(m));
+        append.push_str(&format!(" skelaff.machine={}", m.name()));
+    }
     cmd.arg("-kernel").arg(kernel).arg("-initrd").arg(initramfs);
-    cmd.args(["-append", &format!("console=ttyS0 quiet panic=-1 skelaff.topology={spec} skelaff.node_mib={node_mib}")]);
+    cmd.args(["-append", &append]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     println!(
         "numa-vm {spec}: booting {} nodes, {} CPUs, {node_mib} MiB per node",
@@ -302,6 +343,10 @@ fn boot(kernel: &Path, initramfs: &Path, spec: &GuestSpec, timeout: Duration) ->
     loop {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(line) => {
+                if let Some(json) = line.trim().strip_prefix(machines::LOCALITY_LINE) {
+                    locality.push(json.to_owned());
+                    continue;
+                }
                 println!("  [{spec}] {line}");
                 if let Some(rest) = line.trim().strip_prefix("SKELAFF-VM-EXIT ") {
                     if !rest.ends_with(" 0") {

@@ -13,6 +13,7 @@ static ALLOC: NumaAlloc = NumaAlloc::new();
 
 mod experiment;
 mod inspect;
+mod locality;
 
 /// NUMA-aware transactional worklists.
 #[derive(Debug, Parser)]
@@ -39,6 +40,13 @@ enum Command {
     /// The paper's experiment: applications x page policies x thread counts,
     /// written to results.csv, results.md and speedup plots.
     Experiment(experiment::Args),
+    /// The emulated machines' locality runs (`cargo xtask numa-vm`) as one
+    /// table per application: rows policies and schemes, columns local
+    /// fraction, imbalance, modelled cost relative to first touch.
+    Locality(locality::LocalityArgs),
+    /// The footprint of a recorded profile: accesses per page over time per
+    /// thread, and pages by sharers, as CSV and SVG.
+    Footprint(locality::FootprintArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +60,8 @@ fn main() -> ExitCode {
             }
         },
         Command::Run { app, args } => experiment::run_app(&app, args),
+        Command::Locality(args) => report(locality::locality(&args), "locality"),
+        Command::Footprint(args) => report(locality::footprint(&args), "footprint"),
         Command::Experiment(args) => match experiment::experiment(&args) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
@@ -60,5 +70,15 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+fn report(result: Result<(), String>, command: &str) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("skelaff {command}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -1,0 +1,131 @@
+//! Asking the kernel: which node holds each sampled page (attribution), and
+//! moving pages where a placement plan says.
+//!
+//! Attribution is done once, at the end of a run, with `move_pages` on every
+//! distinct sampled page ([`Profile::attribute_at_end`]). That is exact for
+//! static placements (first touch, bind, cyclic, interleave, an applied
+//! plan): a page's node is fixed once it is faulted in, so asking at the end
+//! gives the node every earlier access saw, at one system call per 4096
+//! pages instead of one per sample. It is wrong for runs whose pages move
+//! (migration, automatic NUMA balancing): those are attributed through the
+//! migrator's log of moves ([`Attribution::Live`]).
+
+use crate::error::{Error, Result};
+use crate::plan::PlacementPlan;
+use crate::profile::{Attribution, Profile};
+use skelaff_numa_alloc::{Apply, NodeSet, PageLocation, Placement, Policy, Topology};
+
+/// Maximal runs `(first page, pages)` of consecutive page numbers in a sorted list.
+fn runs(pages: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for p in pages {
+        match out.last_mut() {
+            Some((start, len)) if *start + *len == p => *len += 1,
+            _ => out.push((p, 1)),
+        }
+    }
+    out
+}
+
+/// Where the kernel has each of `pages` (sorted, distinct): `Some(node)` for
+/// resident pages, `None` for pages not resident or unknown.
+///
+/// # Errors
+///
+/// [`Error::Numa`] when `move_pages` fails as a whole.
+pub fn page_nodes(pages: &[u64], page_size: u64) -> Result<Vec<Option<u16>>> {
+    let mut out = Vec::with_capacity(pages.len());
+    for (start, len) in runs(pages.iter().copied()) {
+        let addr = (start * page_size) as usize as *const u8;
+        let p = Placement::query(addr, (len * page_size) as usize, page_size as usize)
+            .map_err(|source| Error::Numa { what: format!("asking where pages {start:#x}+{len} are"), source })?;
+        out.extend(p.pages().iter().map(|l| match *l {
+            PageLocation::Node(n) => u16::try_from(n).ok(),
+            PageLocation::NotResident | PageLocation::Unknown(_) => None,
+        }));
+    }
+    Ok(out)
+}
+
+impl Profile {
+    /// Sets every access's home to the node the kernel has its page on now
+    /// (see the module docs for why once at the end is right for static
+    /// placements).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Numa`] when the kernel cannot be asked, and
+    /// [`Error::BadAccess`] when it names a node the profile's machine lacks
+    /// (the profile was recorded for another machine than this one).
+    pub fn attribute_at_end(self) -> Result<Profile> {
+        let pages = self.pages();
+        let nodes = page_nodes(&pages, self.header().page_size)?;
+        let homes: std::collections::HashMap<u64, Option<u16>> = pages.into_iter().zip(nodes).collect();
+        self.attributed(Attribution::AtEnd, |p| homes.get(&p).copied().flatten())
+    }
+}
+
+/// What applying a plan did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Applied {
+    /// Pages the plan names.
+    pub pages: u64,
+    /// Contiguous same-node ranges bound and migrated (one `mbind` each).
+    pub ranges: u64,
+}
+
+impl PlacementPlan {
+    /// Binds every planned page of this process to its node and migrates
+    /// it there (`mbind` with `MPOL_MF_MOVE` on each run of consecutive
+    /// pages planned for one node). The pages must be mapped by this
+    /// process; later faults in those ranges also follow the plan.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Numa`] when the kernel refuses (e.g. a page is not mapped, a
+    /// node is not allowed, or some page could not be moved).
+    pub fn apply(&self) -> Result<Applied> {
+        let topo = Topology::get().map_err(|source| Error::Numa { what: "reading the topology".into(), source })?;
+        let mut ranges = 0;
+        let mut i = 0;
+        while i < self.pages.len() {
+            let (start, node) = self.pages[i];
+            let mut len = 1;
+            while i + (len as usize) < self.pages.len() && self.pages[i + len as usize] == (start + len, node) {
+                len += 1;
+            }
+            let addr = (start * self.page_size) as usize as *mut u8;
+            Policy::Bind(NodeSet::single(usize::from(node)))
+                .apply(topo, addr, (len * self.page_size) as usize, Apply::Migrate)
+                .map_err(|source| Error::Numa {
+                    what: format!("moving pages {start:#x}+{len} to node {node} as the {} plan says", self.scheme),
+                    source,
+                })?;
+            ranges += 1;
+            i += len as usize;
+        }
+        Ok(Applied { pages: self.pages.len() as u64, ranges })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_consecutive_pages() {
+        assert_eq!(runs([1, 2, 3, 7, 9, 10]), [(1, 3), (7, 1), (9, 2)]);
+        assert!(runs([]).is_empty());
+    }
+
+    #[test]
+    fn pages_of_this_process_are_found_on_a_node() {
+        // On any machine: a touched heap page is resident on some node the machine has.
+        let v = vec![1u8; 1 << 16];
+        let page = v.as_ptr() as u64 / 4096 + 1;
+        let nodes = page_nodes(&[page, page + 1], 4096).unwrap();
+        let have = skelaff_numa_alloc::Topology::get().unwrap().nodes().len();
+        assert!(nodes.iter().all(|n| n.is_some_and(|n| usize::from(n) < have)), "{nodes:?}");
+        drop(v);
+    }
+}

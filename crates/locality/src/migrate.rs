@@ -1,0 +1,307 @@
+//! Migration as the run goes: a background thread that applies the
+//! migration rule ([`MigrationRule`]) to the workers' live samples and
+//! moves pages with the kernel, and the attribution of a profile whose pages
+//! moved.
+//!
+//! Workers post each kept sample `(page, node)` to their slot of a
+//! [`SampleBoard`] (one lock per worker, so workers never contend with each
+//! other; a slot holds at most `capacity` samples between epochs and counts
+//! what it had to drop). Every epoch the [`Migrator`] thread drains the
+//! board, asks the kernel where the sampled pages are, and moves the
+//! `pages_per_epoch` hottest misplaced pages to their dominant accessor's
+//! node (`mbind` with `MPOL_MF_MOVE` on the page), logging each move with its
+//! time. [`Profile::attribute_with_moves`] then gives every sampled access
+//! the node its page had when the access happened.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use skelaff_numa_alloc::{Apply, NodeSet, Policy, Topology};
+
+use crate::error::{Error, Result};
+use crate::kernel::page_nodes;
+use crate::profile::{Attribution, Profile};
+use crate::schemes::{Epoch, MigrationRule, choose_moves};
+
+/// The workers' recent samples, one bounded slot per worker.
+#[derive(Debug)]
+pub struct SampleBoard {
+    slots: Vec<Mutex<Vec<(u64, u16)>>>,
+    capacity: usize,
+    dropped: AtomicU64,
+}
+
+impl SampleBoard {
+    /// A board for `workers` workers, each slot holding at most `capacity`
+    /// samples between two epochs.
+    pub fn new(workers: usize, capacity: usize) -> Arc<SampleBoard> {
+        Arc::new(SampleBoard {
+            slots: (0..workers).map(|_| Mutex::new(Vec::with_capacity(capacity.min(4096)))).collect(),
+            capacity,
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    /// Worker `worker` (below the board's count; others are ignored) saw a
+    /// sampled access to `page` from `node`.
+    pub fn post(&self, worker: usize, page: u64, node: u16) {
+        let Some(slot) = self.slots.get(worker) else { return };
+        let mut s = slot.lock();
+        if s.len() < self.capacity {
+            s.push((page, node));
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Samples dropped because a slot was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    fn drain_counts(&self, nodes: usize) -> HashMap<u64, Vec<u64>> {
+        let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
+        for slot in &self.slots {
+            let samples = std::mem::take(&mut *slot.lock());
+            for (page, node) in samples {
+                if let Some(c) = counts.entry(page).or_insert_with(|| vec![0; nodes]).get_mut(usize::from(node)) {
+                    *c += 1;
+                }
+            }
+        }
+        counts
+    }
+}
+
+/// One page moved by the migrator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMove {
+    /// The virtual page number.
+    pub page: u64,
+    /// Its node before the move.
+    pub from: u16,
+    /// Its node after.
+    pub to: u16,
+    /// When, in nanoseconds since the run's clock started.
+    pub time_ns: u64,
+}
+
+/// What the migrator did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrationLog {
+    /// Epochs run.
+    pub epochs: u64,
+    /// The moves, in time order.
+    pub moves: Vec<PageMove>,
+    /// Moves the kernel refused (the page stayed).
+    pub failed: u64,
+    /// Samples the board dropped.
+    pub dropped_samples: u64,
+    /// Time spent choosing and moving pages, in nanoseconds.
+    pub work_ns: u64,
+}
+
+/// The background migration thread.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Instant;
+/// use skelaff_locality::{MigrationRule, Migrator, SampleBoard};
+///
+/// let board = SampleBoard::new(4, 1 << 14);
+/// let migrator = Migrator::start(board.clone(), MigrationRule::default(), 4, 4096, Instant::now())?;
+/// // ... workers call board.post(worker, page, node) for their samples ...
+/// let log = migrator.stop()?;
+/// println!("{} pages moved in {} epochs", log.moves.len(), log.epochs);
+/// # Ok::<(), skelaff_locality::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Migrator {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Result<MigrationLog>>,
+}
+
+impl Migrator {
+    /// Starts the thread on a machine of `nodes` nodes; its clock is `start`
+    /// (the run's, so move times compare with sample times).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Migration`] when the rule's epoch is not a time (a
+    /// thread wakes on time), and [`Error::Io`] when the thread cannot be
+    /// spawned.
+    pub fn start(
+        board: Arc<SampleBoard>,
+        rule: MigrationRule,
+        nodes: usize,
+        page_size: u64,
+        start: Instant,
+    ) -> Result<Migrator> {
+        let Epoch::Time { ns } = rule.epoch else {
+            return Err(Error::Migration {
+                reason: "its epoch must be a time (Epoch::Time); sample-count epochs are for modelling".into(),
+            });
+        };
+        let epoch = Duration::from_nanos(ns.max(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("skelaff-migrator".into())
+            .spawn(move || run(&board, rule.pages_per_epoch, epoch, nodes, page_size, start, &flag))
+            .map_err(Error::io("spawning the migration thread"))?;
+        Ok(Migrator { stop, handle })
+    }
+
+    /// Stops the thread after its current epoch (the samples since are
+    /// dropped) and returns its log.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Numa`] when the kernel could not be asked where pages are,
+    /// [`Error::Migration`] if the thread panicked.
+    pub fn stop(self) -> Result<MigrationLog> {
+        self.stop.store(true, Ordering::Release);
+        self.handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }))
+    }
+}
+
+fn run(
+    board: &SampleBoard,
+    pages: usize,
+    epoch: Duration,
+    nodes: usize,
+    page_size: u64,
+    start: Instant,
+    stop: &AtomicBool,
+) -> Result<MigrationLog> {
+    let topo = Topology::get().map_err(|source| Error::Numa { what: "reading the topology".into(), source })?;
+    let mut log = MigrationLog::default();
+    let mut next = Instant::now() + epoch;
+    while !stop.load(Ordering::Acquire) {
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep((next - now).min(Duration::from_millis(5)));
+            continue;
+        }
+        next += epoch;
+        log.epochs += 1;
+        let began = Instant::now();
+        let counts = board.drain_counts(nodes);
+        if counts.is_empty() {
+            continue;
+        }
+        let mut sampled: Vec<u64> = counts.keys().copied().collect();
+        sampled.sort_unstable();
+        let homes: HashMap<u64, Option<u16>> = sampled.iter().copied().zip(page_nodes(&sampled, page_size)?).collect();
+        for (page, to) in choose_moves(&counts, |p| homes.get(&p).copied().flatten(), pages) {
+            let Some(from) = homes.get(&page).copied().flatten() else { continue };
+            let addr = (page * page_size) as usize as *mut u8;
+            match Policy::Bind(NodeSet::single(usize::from(to))).apply(topo, addr, page_size as usize, Apply::Migrate) {
+                Ok(()) => log.moves.push(PageMove { page, from, to, time_ns: start.elapsed().as_nanos() as u64 }),
+                Err(_) => log.failed += 1,
+            }
+        }
+        log.work_ns += began.elapsed().as_nanos() as u64;
+    }
+    log.dropped_samples = board.dropped();
+    Ok(log)
+}
+
+impl Profile {
+    /// Attributes every access to the node its page had when it happened:
+    /// the node the kernel reports now, walked back through `moves` (a page
+    /// moved after an access was, at the access, on the move's `from`).
+    /// Exact when the migrator was the only thing moving pages (automatic
+    /// NUMA balancing off, or the pages bound).
+    ///
+    /// # Errors
+    ///
+    /// As [`Profile::attribute_at_end`].
+    pub fn attribute_with_moves(self, moves: &[PageMove]) -> Result<Profile> {
+        let pages = self.pages();
+        let now: HashMap<u64, Option<u16>> =
+            pages.iter().copied().zip(page_nodes(&pages, self.header().page_size)?).collect();
+        let mut by_page: HashMap<u64, Vec<&PageMove>> = HashMap::new();
+        for m in moves {
+            by_page.entry(m.page).or_default().push(m);
+        }
+        for v in by_page.values_mut() {
+            v.sort_by_key(|m| m.time_ns);
+        }
+        let (mut header, mut list) = self.into_parts();
+        for a in &mut list {
+            a.home = match by_page.get(&a.page).and_then(|v| v.iter().find(|m| m.time_ns > a.time_ns)) {
+                Some(m) => Some(m.from),
+                None => now.get(&a.page).copied().flatten(),
+            };
+        }
+        header.attribution = Attribution::Live;
+        // Validates the homes against the machine.
+        Profile::new(header, list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_board_is_bounded_and_counts_by_node() {
+        let b = SampleBoard::new(2, 3);
+        for i in 0..5 {
+            b.post(0, 7, (i % 2) as u16);
+        }
+        b.post(1, 8, 1);
+        b.post(9, 8, 1); // no such worker: ignored
+        assert_eq!(b.dropped(), 2);
+        let c = b.drain_counts(2);
+        assert_eq!((c[&7].clone(), c[&8].clone()), (vec![2, 1], vec![0, 1]));
+        assert!(b.drain_counts(2).is_empty());
+    }
+
+    #[test]
+    fn a_sample_count_epoch_is_refused_for_the_thread() {
+        let rule = MigrationRule { pages_per_epoch: 1, epoch: Epoch::Samples { count: 10 } };
+        let e = Migrator::start(SampleBoard::new(1, 1), rule, 1, 4096, Instant::now()).unwrap_err();
+        assert!(e.to_string().contains("epoch must be a time"), "{e}");
+    }
+
+    #[test]
+    fn the_thread_runs_epochs_and_stops() {
+        let rule = MigrationRule { pages_per_epoch: 10, epoch: Epoch::Time { ns: 1_000_000 } };
+        let board = SampleBoard::new(1, 16);
+        let m = Migrator::start(board.clone(), rule, 1, 4096, Instant::now()).unwrap();
+        // A heap page of this process, sampled from node 0: on a one-node
+        // machine it is never misplaced, so nothing moves.
+        let v = vec![1u8; 1 << 14];
+        board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
+        std::thread::sleep(Duration::from_millis(20));
+        let log = m.stop().unwrap();
+        assert!(log.epochs >= 2, "{log:?}");
+        assert_eq!((log.moves.len(), log.failed), (0, 0));
+        drop(v);
+    }
+
+    #[test]
+    fn moves_walk_homes_back_in_time() {
+        use crate::profile::{Access, ProfileHeader};
+        // Two heap pages of this process; whatever node they are on now, an
+        // access before a logged move is attributed to the move's `from`.
+        let v = vec![1u8; 1 << 14];
+        let page = v.as_ptr() as u64 / 4096 + 1;
+        let h = ProfileHeader::new("2x1".parse().unwrap(), "t", "migration", 1);
+        let p = Profile::new(h, vec![Access::read(page, 0, 0, 5), Access::read(page, 0, 0, 50)]).unwrap();
+        let moves = [PageMove { page, from: 1, to: 0, time_ns: 10 }];
+        let q = p.attribute_with_moves(&moves).unwrap();
+        assert_eq!(q.accesses()[0].home, Some(1));
+        assert_eq!(q.accesses()[1].home, Some(0)); // this machine's one node
+        assert_eq!(q.header().attribution, Attribution::Live);
+        drop(v);
+    }
+}
