@@ -22,8 +22,8 @@ use skelaff_locality::{
     Access, CostModel, LocalityFigures, Machine, MigrationRule, Migrator, Overflow, PageMove, PlacementPlan, Profile,
     ProfileHeader, Recorder, RunLocality, SampleBoard, Sampling, Scheme, page_nodes,
 };
-use skelaff_testkit::{GuestSpec, Suite};
 use skelaff_numa_alloc::{NodeSet, NumaRegion, Policy, RegionOptions, Topology, pin};
+use skelaff_testkit::{GuestSpec, Suite};
 
 /// Pages each thread owns.
 const PAGES: usize = 96;
