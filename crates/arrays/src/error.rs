@@ -1,6 +1,6 @@
 //! The crate's error type.
 
-use skelaff_numa_alloc::policy::ByteSize;
+use crate::storage::Bytes;
 
 /// What went wrong, and what would have been allowed.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +51,7 @@ pub enum Error {
     /// A replicated array whose copy does not fit on some node.
     #[error(
         "a replica of {} does not fit on node {node}, which has {} available; use a distributed or partitioned array, or free memory on that node",
-        ByteSize(*copy_bytes as usize), ByteSize(*available as usize)
+        Bytes(*copy_bytes), Bytes(*available)
     )]
     ReplicaDoesNotFit {
         /// The node that is too small.
@@ -64,7 +64,7 @@ pub enum Error {
     /// A replicated array whose copies together exceed the memory budget.
     #[error(
         "{replicas} replicas of {} ({} in all) exceed the memory budget of {}; raise the budget or use a distributed array",
-        ByteSize(*copy_bytes as usize), ByteSize(*total as usize), ByteSize(*budget as usize)
+        Bytes(*copy_bytes), Bytes(*total), Bytes(*budget)
     )]
     OverBudget {
         /// Number of copies.

@@ -29,8 +29,9 @@ use crate::error::{Error, Result};
 ///
 /// // Four threads, two on node 0 and two on node 1 (a Team's layout).
 /// let p = Partition::new(10, &[0, 0, 1, 1])?;
-/// assert_eq!(p.thread_range(0), 0..3);
-/// assert_eq!(p.thread_range(3), 8..10);
+/// assert_eq!(p.thread_range(0), 0..2);
+/// assert_eq!(p.thread_range(1), 2..5);
+/// assert_eq!(p.thread_range(3), 7..10);
 /// assert_eq!(p.node_ranges(), vec![(0, 0..5), (1, 5..10)]);
 /// assert_eq!(p.owner(7), 1);
 /// # Ok::<(), skelaff_arrays::Error>(())
@@ -240,8 +241,13 @@ unsafe impl<T: Send> Send for PartsMut<'_, T> {}
 unsafe impl<T: Send> Sync for PartsMut<'_, T> {}
 
 impl<'a, T> PartsMut<'a, T> {
-    /// Splits `slice` by `partition` (whose length must equal the slice's).
-    pub(crate) fn new(slice: &'a mut [T], partition: &Partition) -> Result<Self> {
+    /// Splits `slice` (an ordinary slice or an array's master copy) by
+    /// `partition`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionLength`] unless the lengths are equal.
+    pub fn new(slice: &'a mut [T], partition: &Partition) -> Result<Self> {
         if partition.len() != slice.len() {
             return Err(Error::PartitionLength { partition_len: partition.len(), array_len: slice.len() });
         }

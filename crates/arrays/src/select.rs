@@ -20,8 +20,8 @@
 
 use core::fmt;
 
+use crate::storage::Bytes;
 use serde::{Deserialize, Serialize};
-use skelaff_numa_alloc::policy::ByteSize;
 use skelaff_numa_alloc::{NodeSet, Topology, node_memory};
 
 use crate::error::{Error, Result};
@@ -138,7 +138,7 @@ pub enum Reason {
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = |x: u64| ByteSize(x as usize);
+        let b = Bytes;
         match self {
             Reason::Requested => write!(f, "requested by the program"),
             Reason::LoopIndexed => {
@@ -206,9 +206,9 @@ impl PageChoice {
 impl fmt::Display for PageChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            PageChoice::Base { size } => write!(f, "base pages ({})", ByteSize(size)),
-            PageChoice::Transparent { size } => write!(f, "transparent huge pages ({})", ByteSize(size)),
-            PageChoice::Explicit { size } => write!(f, "explicit huge pages ({})", ByteSize(size)),
+            PageChoice::Base { size } => write!(f, "base pages ({})", Bytes(size as u64)),
+            PageChoice::Transparent { size } => write!(f, "transparent huge pages ({})", Bytes(size as u64)),
+            PageChoice::Explicit { size } => write!(f, "explicit huge pages ({})", Bytes(size as u64)),
         }
     }
 }
@@ -249,12 +249,7 @@ impl fmt::Display for PageReason {
             PageReason::Requested => write!(f, "requested"),
             PageReason::Unavailable => write!(f, "no transparent or explicit huge pages on this machine"),
             PageReason::TooSmall { piece, large } => {
-                write!(
-                    f,
-                    "a node's piece ({}) is smaller than one large page ({})",
-                    ByteSize(piece as usize),
-                    ByteSize(large)
-                )
+                write!(f, "a node's piece ({}) is smaller than one large page ({})", Bytes(piece), Bytes(large as u64))
             }
             PageReason::RandomPoolHasRoom => write!(f, "randomly accessed, and every node's explicit pool has room"),
             PageReason::Spans { pages } => write!(f, "a node's piece spans {pages} large pages"),

@@ -15,7 +15,7 @@ use core::fmt;
 use core::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use skelaff_numa_alloc::policy::{ByteSize, interleave_node};
+use skelaff_numa_alloc::policy::interleave_node;
 use skelaff_numa_alloc::{Apply, HugePages, NodeSet, NumaRegion, Placement, Policy, RegionOptions, Topology};
 
 use crate::error::{Error, Result};
@@ -127,6 +127,26 @@ impl CopyPlan {
     }
 }
 
+/// A byte count for people: `64 MiB`, `15.2 GiB`, `100 B`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+            if b >= 1 << shift {
+                return if b % (1 << shift) == 0 {
+                    write!(f, "{} {unit}", b >> shift)
+                } else {
+                    write!(f, "{:.1} {unit}", b as f64 / (1u64 << shift) as f64)
+                };
+            }
+        }
+        write!(f, "{b} B")
+    }
+}
+
 /// Bytes on one node.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct NodeBytes {
@@ -163,14 +183,13 @@ impl MemoryUse {
 
 impl fmt::Display for MemoryUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         for (i, n) in self.per_node.iter().enumerate() {
             if i > 0 {
                 write!(f, ", ")?;
             }
-            write!(f, "node {}: {:.1} MiB", n.node, mib(n.bytes))?;
+            write!(f, "node {}: {}", n.node, Bytes(n.bytes))?;
         }
-        write!(f, " (total {:.1} MiB)", mib(self.total()))
+        write!(f, " (total {})", Bytes(self.total()))
     }
 }
 
@@ -360,7 +379,7 @@ impl fmt::Debug for Storage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Storage")
             .field("copies", &self.regions.len())
-            .field("bytes_each", &ByteSize(self.regions.first().map_or(0, NumaRegion::mapped_len)))
+            .field("bytes_each", &Bytes(self.regions.first().map_or(0, |r| r.mapped_len() as u64)))
             .field("replica_nodes", &self.replica_nodes)
             .finish()
     }
@@ -443,6 +462,9 @@ mod tests {
         assert_eq!(pages.iter().sum::<u64>(), 10);
         assert!(pages.iter().max().unwrap() - pages.iter().min().unwrap() <= 1, "{pages:?}");
         let use_ = MemoryUse { per_node: m };
-        assert!(use_.to_string().contains("node 2:"), "{use_}");
+        // Page 0 is the 2^18-th page, and 2^18 % 3 == 1: node 1 gets the extra page.
+        assert_eq!(use_.to_string(), "node 0: 12 KiB, node 1: 16 KiB, node 2: 12 KiB (total 40 KiB)");
+        assert_eq!(Bytes(100).to_string(), "100 B");
+        assert_eq!(Bytes(3 << 29).to_string(), "1.5 GiB");
     }
 }

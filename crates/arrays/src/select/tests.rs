@@ -163,8 +163,8 @@ fn large_pages_follow_the_piece_size_the_pattern_and_the_pools() {
 fn selections_display_and_serialize_their_reasons() {
     let s = select(&req(AccessHints::new().read_only(), 64 * MIB), &machine()).unwrap();
     let text = s.to_string();
-    assert!(text.starts_with("replicated: read-only, and a copy (64M) fits on every node"), "{text}");
-    assert!(text.contains("transparent huge pages (2M)"), "{text}");
+    assert!(text.starts_with("replicated: read-only, and a copy (64 MiB) fits on every node"), "{text}");
+    assert!(text.contains("transparent huge pages (2 MiB)"), "{text}");
     let json = serde_json::to_value(&s).unwrap();
     assert_eq!(json["implementation"], "replicated");
     assert_eq!(json["reason"]["rule"], "read_only_fits");
