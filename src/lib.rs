@@ -3,6 +3,7 @@
 //! This umbrella crate re-exports the workspace's crates:
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
+//! - [`arrays`]: Shoal's arrays (single-node, distributed, replicated, partitioned) chosen from access hints.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
 //! - [`worklist`]: the transactional worklist skeleton and the SkelAff heuristic.
 //! - [`stamp`]: the STAMP applications on the skeleton.
@@ -10,6 +11,7 @@
 //! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
 #![doc = ""]
 
+pub use skelaff_arrays as arrays;
 pub use skelaff_helper_threads as helpers;
 pub use skelaff_numa_alloc as numa;
 pub use skelaff_spmv as spmv;

@@ -42,7 +42,9 @@ impl<T: Zeroable + Copy + Send + Sync + 'static> Element for T {}
 /// - [`as_mut_slice`](Self::as_mut_slice) and [`parts_mut`](Self::parts_mut):
 ///   the master copy, mutably (all of it, or one range per thread of a
 ///   partition). For a replicated array, writes there reach the other
-///   replicas at [`repl_sync`](Self::repl_sync).
+///   replicas at [`repl_sync`](Self::repl_sync); until then every reader
+///   reads the master, so reads always see the writes, and are local again
+///   once the replicas have them.
 /// - Bulk operations (`fill`, `init_from`, `copy_from`, `repl_sync`) run on
 ///   the copy team and the caller, or asynchronously (the `_async` forms).
 ///
@@ -73,6 +75,9 @@ pub struct Array<T: Element> {
     pub(crate) storage: Storage,
     pub(crate) len: usize,
     pub(crate) selection: Selection,
+    /// The master holds writes (through `as_mut_slice`/`parts_mut`) that
+    /// the other replicas have not got yet: reads go to the master.
+    pub(crate) master_ahead: bool,
     pub(crate) _elem: PhantomData<T>,
 }
 
@@ -116,7 +121,7 @@ impl<T: Element> Array<T> {
         &self.storage.replica_nodes
     }
 
-    /// Element `i`, from the copy nearest the calling thread; `None` past the end.
+    /// Element `i`, from the copy [`as_slice`](Self::as_slice) reads; `None` past the end.
     #[inline]
     pub fn get(&self, i: usize) -> Option<T> {
         if i < self.len {
@@ -145,7 +150,8 @@ impl<T: Element> Array<T> {
     }
 
     /// The elements, from the copy nearest the calling thread (its own
-    /// node's replica, for a replicated array).
+    /// node's replica, for a replicated array; the master while it holds
+    /// writes not yet propagated by [`repl_sync`](Self::repl_sync)).
     #[inline]
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: the copy holds `len` initialised elements; no `&mut` to
@@ -155,9 +161,11 @@ impl<T: Element> Array<T> {
 
     /// The master copy, mutably: the only copy unless replicated; for a
     /// replicated array, replica 0, whose changes reach the other replicas
-    /// at [`repl_sync`](Self::repl_sync).
+    /// at [`repl_sync`](Self::repl_sync) (until then, reads come from the
+    /// master).
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
+        self.master_ahead = self.copies() > 1;
         // SAFETY: as in `as_slice`, exclusive through `&mut self`.
         unsafe { core::slice::from_raw_parts_mut(self.copy_ptr(0), self.len) }
     }
@@ -205,11 +213,14 @@ impl<T: Element> Array<T> {
 
     #[inline]
     pub(crate) fn read_ptr(&self) -> *const T {
-        if self.storage.by_node.is_empty() {
-            self.copy_ptr(0)
-        } else {
-            self.copy_ptr(self.storage.replica_for(crate::home::home_node()))
-        }
+        self.copy_ptr(self.read_copy(crate::home::home_node()))
+    }
+
+    /// The copy a reader on `node` reads: its replica, or the master while
+    /// the master is ahead (or the array is not replicated).
+    #[inline]
+    pub(crate) fn read_copy(&self, node: usize) -> usize {
+        if self.storage.by_node.is_empty() || self.master_ahead { 0 } else { self.storage.replica_for(node) }
     }
 
     /// The first element of copy `r`.

@@ -149,7 +149,7 @@ impl<T: Element> ArrayBuilder<T> {
             partition: self.partition.as_ref(),
         };
         let storage = storage::allocate(topo, &machine, &layout, &mut selection)?;
-        Ok(Array { storage, len: self.len, selection, _elem: PhantomData })
+        Ok(Array { storage, len: self.len, selection, master_ahead: false, _elem: PhantomData })
     }
 
     /// As [`build`](Self::build), then [`init_from`](Array::init_from) `data`

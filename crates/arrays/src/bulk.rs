@@ -85,6 +85,7 @@ impl<T: Element> Array<T> {
         // exclusively borrowed until `run_sync` returns; `fill_with::<T>`
         // fits them (element-aligned, whole elements).
         copy_team::run_sync(unsafe { Job::new(fill_op(value), tagged) });
+        self.master_ahead = false;
     }
 
     /// Copies `src` into the array (into every replica), in parallel.
@@ -100,6 +101,7 @@ impl<T: Element> Array<T> {
         // shared (so unchanged) until `run_sync` returns, and is a
         // different allocation from the destination.
         copy_team::run_sync(unsafe { Job::new(Op::Copy, tagged) });
+        self.master_ahead = false;
         Ok(())
     }
 
@@ -116,6 +118,7 @@ impl<T: Element> Array<T> {
         // SAFETY: destinations as in `fill`; `src` is borrowed shared until
         // `run_sync` returns and cannot be `self` (which is borrowed mutably).
         copy_team::run_sync(unsafe { Job::new(Op::Copy, tagged) });
+        self.master_ahead = false;
         Ok(())
     }
 
@@ -129,14 +132,16 @@ impl<T: Element> Array<T> {
         // SAFETY: destinations are replicas 1.., exclusively borrowed; the
         // source is replica 0, a different region, unchanged meanwhile.
         copy_team::run_sync(unsafe { Job::new(Op::Copy, tagged) });
+        self.master_ahead = false;
     }
 
     /// [`fill`](Self::fill) on the copy team, returning at once.
-    pub fn fill_async(self, value: T) -> Pending<T> {
+    pub fn fill_async(mut self, value: T) -> Pending<T> {
         let tagged = chunks(&self, 0..self.copies(), |_| core::ptr::null());
         // SAFETY: the array moves into the `Pending`, which gives no access
         // to it before the job is done and outlives the job (its drop waits).
         let job = copy_team::run_async(unsafe { Job::new(fill_op(value), tagged) });
+        self.master_ahead = false;
         Pending { job, array: Some(self), _source: None }
     }
 
@@ -146,7 +151,7 @@ impl<T: Element> Array<T> {
     /// # Errors
     ///
     /// [`Rejected`] (with the array) unless the lengths are equal.
-    pub fn init_from_async<S>(self, src: S) -> Result<Pending<T>, Rejected<T>>
+    pub fn init_from_async<S>(mut self, src: S) -> Result<Pending<T>, Rejected<T>>
     where
         S: AsRef<[T]> + Send + 'static,
     {
@@ -161,6 +166,7 @@ impl<T: Element> Array<T> {
         // box, which the `Pending` keeps (unmoved on the heap, no one else
         // holding it) until the job is done.
         let job = copy_team::run_async(unsafe { Job::new(Op::Copy, tagged) });
+        self.master_ahead = false;
         Ok(Pending { job, array: Some(self), _source: Some(src) })
     }
 
@@ -171,7 +177,7 @@ impl<T: Element> Array<T> {
     /// # Errors
     ///
     /// [`Rejected`] (with the array) unless the lengths are equal.
-    pub fn copy_from_async(self, src: Arc<Array<T>>) -> Result<Pending<T>, Rejected<T>> {
+    pub fn copy_from_async(mut self, src: Arc<Array<T>>) -> Result<Pending<T>, Rejected<T>> {
         if let Err(error) = check_len("copy_from", src.len, self.len) {
             return Err(Rejected { error, array: self });
         }
@@ -179,23 +185,24 @@ impl<T: Element> Array<T> {
         // SAFETY: destinations as in `fill_async`; the source array is kept
         // alive and shared-only by the `Arc` the `Pending` holds.
         let job = copy_team::run_async(unsafe { Job::new(Op::Copy, tagged) });
+        self.master_ahead = false;
         Ok(Pending { job, array: Some(self), _source: Some(Box::new(src)) })
     }
 
     /// [`repl_sync`](Self::repl_sync) on the copy team, returning at once.
-    pub fn repl_sync_async(self) -> Pending<T> {
+    pub fn repl_sync_async(mut self) -> Pending<T> {
         let master = self.copy_ptr(0).cast::<u8>().cast_const();
         let tagged = chunks(&self, 1..self.copies(), |_| master);
         // SAFETY: as in `repl_sync`, with the array owned by the `Pending`.
         let job = copy_team::run_async(unsafe { Job::new(Op::Copy, tagged) });
+        self.master_ahead = false;
         Pending { job, array: Some(self), _source: None }
     }
 }
 
 /// The copy of `src` to read for a destination on `node`.
 fn source_for<T: Element>(src: &Array<T>, node: usize) -> *const u8 {
-    let r = if src.storage.by_node.is_empty() { 0 } else { src.storage.replica_for(node) };
-    src.copy_ptr(r).cast::<u8>().cast_const()
+    src.copy_ptr(src.read_copy(node)).cast::<u8>().cast_const()
 }
 
 /// Maps every page of a fresh region (writing a zero byte to each) on the

@@ -23,7 +23,7 @@ fn three_replicas(len: usize) -> Array<u64> {
         page_reason: PageReason::Off,
         hints: AccessHints::new().read_only(),
     };
-    Array { storage, len, selection, _elem: core::marker::PhantomData }
+    Array { storage, len, selection, master_ahead: false, _elem: core::marker::PhantomData }
 }
 
 fn all_choices() -> [Choice; 4] {
@@ -77,11 +77,20 @@ fn replicas_get_every_set_and_repl_sync_propagates_the_master() {
         let rep = unsafe { core::slice::from_raw_parts(a.copy_ptr(r), n) };
         assert_eq!(rep[5], 99, "set reaches replica {r}");
     }
-    // Writes to the master are not seen by this thread (it reads replica
-    // 2) until repl_sync.
+    // Writes to the master reach replica 2 (which this thread reads) at
+    // repl_sync; until then reads come from the master.
     a.as_mut_slice().iter_mut().enumerate().for_each(|(i, x)| *x = i as u64 * 3);
-    assert_eq!(a.get(7), Some(0));
+    // SAFETY: replica 2 holds `n` elements; nothing writes meanwhile.
+    let replica2 = unsafe { core::slice::from_raw_parts(a.copy_ptr(2), n) };
+    assert_eq!(replica2[7], 0);
+    assert_eq!(a.as_slice().as_ptr(), a.copy_ptr(0).cast_const(), "reads go to the master while it is ahead");
+    assert_eq!(a.get(7), Some(21));
+    // A copy from it reads the master too.
+    let mut c = Array::<u64>::builder(n).choice(Choice::Single).build().unwrap();
+    c.copy_from(&a).unwrap();
+    assert_eq!(c.get(7), Some(21));
     a.repl_sync();
+    assert_eq!(a.as_slice().as_ptr(), a.copy_ptr(2).cast_const(), "after repl_sync this thread reads its replica");
     assert_eq!(a.get(7), Some(21));
     for r in 0..3 {
         // SAFETY: as above.
@@ -153,4 +162,80 @@ fn parts_mut_writes_land_in_the_master() {
     assert_eq!(a.get(0), Some(1));
     assert_eq!(a.get(999), Some(4));
     assert!(matches!(a.parts_mut(&Partition::new(10, &[0]).unwrap()), Err(Error::PartitionLength { .. })));
+}
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Set(usize, u64),
+        MasterWrite(usize, u64),
+        Sync,
+        Fill(u64),
+        CopyOut,
+        CopyIn(u64),
+    }
+
+    fn op(len: usize) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..len, any::<u64>()).prop_map(|(i, v)| Op::Set(i, v)),
+            (0..len, any::<u64>()).prop_map(|(i, v)| Op::MasterWrite(i, v)),
+            Just(Op::Sync),
+            any::<u64>().prop_map(Op::Fill),
+            Just(Op::CopyOut),
+            any::<u64>().prop_map(Op::CopyIn),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Three replicas (the reader's is not the master): whatever mix of
+        /// element writes, master writes, syncs and copies, reads and copies
+        /// out see the model, and after a sync every replica equals it.
+        #[test]
+        fn replicated_arrays_never_read_stale_values(
+            (len, ops) in (1usize..3000).prop_flat_map(|len| (Just(len), proptest::collection::vec(op(len), 1..30))),
+        ) {
+            let mut a = three_replicas(len);
+            let mut model = vec![0u64; len];
+            for op in ops {
+                match op {
+                    Op::Set(i, v) => {
+                        a.set(i, v).unwrap();
+                        model[i] = v;
+                    }
+                    Op::MasterWrite(i, v) => {
+                        a.as_mut_slice()[i] = v;
+                        model[i] = v;
+                    }
+                    Op::Sync => a.repl_sync(),
+                    Op::Fill(v) => {
+                        a.fill(v);
+                        model.fill(v);
+                    }
+                    Op::CopyOut => {
+                        let mut out = Array::<u64>::builder(len).choice(Choice::Single).build().unwrap();
+                        out.copy_from(&a).unwrap();
+                        prop_assert_eq!(out.as_slice(), &model[..]);
+                    }
+                    Op::CopyIn(seed) => {
+                        model = (0..len as u64).map(|i| i ^ seed).collect();
+                        let src = Array::<u64>::builder(len).choice(Choice::Single).build_from(&model).unwrap();
+                        a.copy_from(&src).unwrap();
+                    }
+                }
+                prop_assert_eq!(a.as_slice(), &model[..]);
+                prop_assert_eq!(a.get(len - 1), Some(model[len - 1]));
+            }
+            a.repl_sync();
+            for r in 0..3 {
+                // SAFETY: replica `r` holds `len` elements; nothing writes meanwhile.
+                let rep = unsafe { core::slice::from_raw_parts(a.copy_ptr(r), len) };
+                prop_assert_eq!(rep, &model[..]);
+            }
+        }
+    }
 }
