@@ -11,13 +11,13 @@ use skelaff::spmv::Team;
 
 /// One `--arrays` value: an arrays implementation choice, or plain `Vec`s.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Variant {
+pub(crate) enum Variant {
     Arrays(Choice),
     Vec,
 }
 
 /// Every `--arrays` name.
-pub const VARIANT_NAMES: &[&str] = &["auto", "single", "distributed", "replicated", "partitioned", "vec"];
+pub(crate) const VARIANT_NAMES: &[&str] = &["auto", "single", "distributed", "replicated", "partitioned", "vec"];
 
 impl FromStr for Variant {
     type Err = skelaff::arrays::Error;
@@ -44,13 +44,13 @@ impl fmt::Display for Variant {
 
 /// The spmv crate's pinned `Team` running the workloads' loops: thread `t`
 /// is team thread `t`, on the node of its layout slot.
-pub struct TeamRunner {
+pub(crate) struct TeamRunner {
     team: Team,
     nodes: Vec<usize>,
 }
 
 impl TeamRunner {
-    pub fn new(threads: usize) -> Result<TeamRunner, skelaff::spmv::Error> {
+    pub(crate) fn new(threads: usize) -> Result<TeamRunner, skelaff::spmv::Error> {
         let team = Team::with_threads(threads)?;
         let nodes = team.layout().slots().iter().map(|s| s.node).collect();
         Ok(TeamRunner { team, nodes })
@@ -66,7 +66,7 @@ impl Runner for TeamRunner {
     }
 }
 
-pub fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -78,28 +78,28 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// One variant's figures.
 #[derive(Clone, Debug, Serialize)]
-pub struct VariantFigures {
-    pub arrays: String,
+pub(crate) struct VariantFigures {
+    pub(crate) arrays: String,
     /// Median over rounds of the time per iteration.
-    pub seconds_per_iteration: f64,
+    pub(crate) seconds_per_iteration: f64,
     /// Each round's time per iteration.
-    pub rounds: Vec<f64>,
+    pub(crate) rounds: Vec<f64>,
     /// This variant's median over the Vec version's median (same run).
-    pub ratio_vs_vec: f64,
+    pub(crate) ratio_vs_vec: f64,
     /// Allocating and filling its data.
-    pub init_seconds: f64,
+    pub(crate) init_seconds: f64,
     /// Whether its result equals the Vec version's.
-    pub agrees: bool,
+    pub(crate) agrees: bool,
     /// Memory its arrays hold per node (none for vec).
-    pub memory_per_node: MemoryUse,
+    pub(crate) memory_per_node: MemoryUse,
     /// That memory over one copy of each array: replication's cost.
-    pub memory_vs_one_copy: f64,
+    pub(crate) memory_vs_one_copy: f64,
     /// What each array got, and why.
-    pub arrays_detail: Vec<ArrayReport>,
+    pub(crate) arrays_detail: Vec<ArrayReport>,
 }
 
 impl VariantFigures {
-    pub fn memory_factor(detail: &[ArrayReport]) -> (MemoryUse, f64) {
+    pub(crate) fn memory_factor(detail: &[ArrayReport]) -> (MemoryUse, f64) {
         let mut m = MemoryUse::default();
         detail.iter().for_each(|r| m.add(&r.memory));
         let one: u64 = detail.iter().map(|r| r.bytes).sum();
@@ -109,18 +109,21 @@ impl VariantFigures {
 }
 
 /// Prints the figures table and each arrays variant's choices.
-pub fn print_table(figures: &[VariantFigures], unit: &str) {
+pub(crate) fn print_table(figures: &[VariantFigures], unit: &str) {
     println!("{:<12} {:>14} {:>10} {:>8} {:>10}  memory per node", "arrays", unit, "vs vec", "check", "init s");
     for f in figures {
+        let memory = if f.arrays_detail.is_empty() {
+            "- (ordinary allocations, placed by first touch)".to_owned()
+        } else {
+            format!("{} ({:.2}x one copy)", f.memory_per_node, f.memory_vs_one_copy)
+        };
         println!(
-            "{:<12} {:>14.6} {:>9.3}x {:>8} {:>10.3}  {} ({:.2}x one copy)",
+            "{:<12} {:>14.6} {:>9.3}x {:>8} {:>10.3}  {memory}",
             f.arrays,
             f.seconds_per_iteration,
             f.ratio_vs_vec,
             if f.agrees { "ok" } else { "DIFFERS" },
             f.init_seconds,
-            f.memory_per_node,
-            f.memory_vs_one_copy
         );
     }
     for f in figures.iter().filter(|f| !f.arrays_detail.is_empty()) {
@@ -132,7 +135,7 @@ pub fn print_table(figures: &[VariantFigures], unit: &str) {
 }
 
 /// The machine in a line, and as JSON.
-pub fn machine() -> serde_json::Value {
+pub(crate) fn machine() -> serde_json::Value {
     match skelaff::numa::Topology::get() {
         Ok(t) => serde_json::json!({
             "nodes": t.allowed_nodes().iter().collect::<Vec<_>>(),

@@ -158,7 +158,7 @@ impl<T: Element> Array<T> {
         let src: Box<S> = Box::new(src);
         let slice = (*src).as_ref();
         if let Err(error) = check_len("init_from", slice.len(), self.len) {
-            return Err(Rejected { error, array: self });
+            return Err(Rejected { error, array: Box::new(self) });
         }
         let p = slice.as_ptr().cast::<u8>();
         let tagged = chunks(&self, 0..self.copies(), |_| p);
@@ -179,7 +179,7 @@ impl<T: Element> Array<T> {
     /// [`Rejected`] (with the array) unless the lengths are equal.
     pub fn copy_from_async(mut self, src: Arc<Array<T>>) -> Result<Pending<T>, Rejected<T>> {
         if let Err(error) = check_len("copy_from", src.len, self.len) {
-            return Err(Rejected { error, array: self });
+            return Err(Rejected { error, array: Box::new(self) });
         }
         let tagged = chunks(&self, 0..self.copies(), |node| source_for(&src, node));
         // SAFETY: destinations as in `fill_async`; the source array is kept
@@ -286,7 +286,7 @@ pub struct Rejected<T: Element> {
     /// Why.
     pub error: Error,
     /// The array, unchanged.
-    pub array: Array<T>,
+    pub array: Box<Array<T>>,
 }
 
 impl<T: Element> fmt::Debug for Rejected<T> {

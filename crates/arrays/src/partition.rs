@@ -291,11 +291,11 @@ mod tests {
             let p = Partition::aligned(len, &nodes, align).unwrap();
             prop_assert_eq!(p.threads(), nodes.len());
             let mut seen = vec![0u8; len];
-            for t in 0..p.threads() {
+            for (t, &node) in nodes.iter().enumerate() {
                 for i in p.thread_range(t) {
                     seen[i] += 1;
                     prop_assert_eq!(p.thread_of(i), t);
-                    prop_assert_eq!(p.owner(i), nodes[t]);
+                    prop_assert_eq!(p.owner(i), node);
                 }
                 let r = p.thread_range(t);
                 if t > 0 && r.start < len && align > 1 {

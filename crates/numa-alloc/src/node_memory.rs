@@ -64,8 +64,9 @@ pub fn node_memory(node: usize) -> Result<NodeMemory> {
             )));
         }
     };
-    parse_meminfo(node, &text)
-        .ok_or_else(|| Error::Topology(format!("{path} has no MemTotal/MemFree lines in the expected `NAME: N kB` form")))
+    parse_meminfo(node, &text).ok_or_else(|| {
+        Error::Topology(format!("{path} has no MemTotal/MemFree lines in the expected `NAME: N kB` form"))
+    })
 }
 
 /// Parses meminfo text: lines `Node 0 MemFree:  123 kB` (sysfs) or

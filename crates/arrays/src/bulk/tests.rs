@@ -61,7 +61,7 @@ fn lengths_must_match() {
     assert!(matches!(a.copy_from(&b), Err(Error::LengthMismatch { source_len: 11, array_len: 10, .. })));
     let r = a.init_from_async(vec![0u32; 3]).unwrap_err();
     assert!(r.to_string().contains("the source has 3 elements"));
-    let a = r.array;
+    let a = *r.array;
     let r = a.copy_from_async(Arc::new(b)).unwrap_err();
     assert_eq!(r.array.len(), 10);
 }
