@@ -4,8 +4,9 @@
 //!
 //! - single-node: one region bound to the node, prefaulted;
 //! - distributed: one region under the kernel's page interleave over every
-//!   allowed node, prefaulted (one `mbind`, one mapping; any contiguous
-//!   range of the array, hot or not, is spread as evenly as the whole);
+//!   allowed node, prefaulted, stragglers moved to their interleave node
+//!   (one `mbind`, one mapping; any contiguous range of the array, hot or
+//!   not, is spread as evenly as the whole);
 //! - replicated: one region per node with CPUs, each bound there and
 //!   prefaulted; replica 0 is the master copy;
 //! - partitioned: one region whose pages are bound, run by run, to the node
@@ -275,7 +276,13 @@ fn allocate_with(topo: &Topology, machine: &MachineMemory, layout: &Layout<'_>, 
             let r = if nodes.len() == 1 {
                 region(Policy::Bind(nodes), true)?
             } else {
-                region(Policy::Interleave(nodes), true)?
+                // The kernel's interleave is not strict: a page whose node is
+                // short of free pages at fault time lands elsewhere. Move any
+                // such page to its interleave node now (an error if it cannot
+                // be moved), so the placement is the plan's, as with `Bind`.
+                let mut r = region(Policy::Interleave(nodes), true)?;
+                r.rebind(Policy::Interleave(nodes))?;
+                r
             };
             let granule = match sel.pages {
                 PageChoice::Base { size } | PageChoice::Transparent { size } | PageChoice::Explicit { size } => size,

@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 
     s.check("distributed: pages interleaved over every node, evenly", || {
         let a = build(Choice::Distributed, LargePages::Off, |b| b)?;
-        expect_plans(&a, "distributed")?;
+        expect_plans(&a, "distributed").map_err(|e| format!("{e}; available per node: {}", available(&all)))?;
         let p = a.placement().map_err(|e| e.to_string())?.remove(0);
         let counts: Vec<usize> = all.iter().map(|&n| p.count_on(n)).collect();
         let (lo, hi) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
@@ -311,4 +311,16 @@ fn readers_see_their_replica(a: &Array<u64>, node: usize, from: usize, want: u64
         })?;
     }
     Ok(())
+}
+
+/// Each node's available memory, for failure messages.
+fn available(nodes: &[usize]) -> String {
+    nodes
+        .iter()
+        .map(|&n| match skelaff_numa_alloc::node_memory::node_memory(n) {
+            Ok(m) => format!("node {n}: {} MiB free, {} MiB available", m.free >> 20, m.available() >> 20),
+            Err(e) => format!("node {n}: {e}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
