@@ -280,8 +280,12 @@ fn allocate_with(topo: &Topology, machine: &MachineMemory, layout: &Layout<'_>, 
                 // short of free pages at fault time lands elsewhere. Move any
                 // such page to its interleave node now (an error if it cannot
                 // be moved), so the placement is the plan's, as with `Bind`.
+                // (Base pages only: with huge pages the kernel interleaves a
+                // huge page at a time, which a base-page move would split.)
                 let mut r = region(Policy::Interleave(nodes), true)?;
-                r.rebind(Policy::Interleave(nodes))?;
+                if matches!(sel.pages, PageChoice::Base { .. }) {
+                    r.rebind(Policy::Interleave(nodes))?;
+                }
                 r
             };
             let granule = match sel.pages {
