@@ -3,6 +3,7 @@
 //! This umbrella crate re-exports the workspace's crates:
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
+//! - [`arrays`]: Shoal's arrays (single-node, distributed, replicated, partitioned) chosen from access hints.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
 //! - [`worklist`]: the transactional worklist skeleton and the SkelAff heuristic.
 //! - [`stamp`]: the STAMP applications on the skeleton.
@@ -11,6 +12,7 @@
 //! - [`locality`]: page-access profiles, footprints, locality figures and the NUCA study's placement schemes.
 #![doc = ""]
 
+pub use skelaff_arrays as arrays;
 pub use skelaff_helper_threads as helpers;
 pub use skelaff_locality as locality;
 pub use skelaff_numa_alloc as numa;

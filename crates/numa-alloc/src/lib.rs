@@ -4,6 +4,7 @@ pub mod alloc;
 pub mod array;
 pub mod error;
 pub mod idle;
+pub mod node_memory;
 pub mod pin;
 pub mod policy;
 pub mod region;
