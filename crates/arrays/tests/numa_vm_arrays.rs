@@ -10,8 +10,8 @@ use skelaff_arrays::workloads::pagerank::{ArraysPageRank, RankAgreement, VecPage
 use skelaff_arrays::workloads::streamcluster::{ArrayPoints, ClusterAgreement, Params, Streamcluster, VecPoints};
 use skelaff_arrays::workloads::{Graph, PinnedThreads, Runner};
 use skelaff_arrays::{AccessHints, Array, Choice, Implementation, LargePages, Partition, home};
-use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_numa_alloc::{Apply, NodeSet, PageLocation, Placement, Policy, Topology, pin};
+use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 
 type Check = Result<(), String>;
 
