@@ -19,6 +19,7 @@ pub mod labyrinth;
 pub mod phases;
 pub mod plain;
 pub mod vacation;
+pub mod yada;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};
 
@@ -30,6 +31,7 @@ pub fn registry() -> Vec<Entry> {
         Entry::of::<intruder::Intruder>(),
         Entry::of::<genome::Genome>(),
         Entry::of::<labyrinth::Labyrinth>(),
+        Entry::of::<yada::Yada>(),
     ]
 }
 
