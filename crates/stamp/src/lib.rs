@@ -16,6 +16,7 @@ pub mod genome;
 pub mod intruder;
 pub mod kmeans;
 pub mod labyrinth;
+pub mod peer;
 pub mod phases;
 pub mod plain;
 pub mod vacation;

@@ -41,7 +41,8 @@ fn simulator_input_at_one_and_two_threads_and_sequentially() {
 #[test]
 fn one_worker_gives_the_same_mesh_under_every_policy() {
     let mut counts = Vec::new();
-    for policy in [PagePolicy::Auto, PagePolicy::FirstTouch, PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave]
+    for policy in
+        [PagePolicy::Auto, PagePolicy::FirstTouch, PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave]
     {
         for shuffle in [0, 1] {
             let o = Yada::run(&sim(1), &CommonArgs { policy, shuffle, ..CommonArgs::default() }).unwrap();
@@ -71,7 +72,9 @@ fn malformed_files_and_flags_are_errors() {
     assert!(e.contains("collinear"), "{e}");
     let e = Yada::run(&YadaArgs { input: dir.join("absent"), ..sim(1) }, &CommonArgs::default()).unwrap_err();
     assert!(e.to_string().contains("absent.node"), "{e}");
-    for bad in [YadaArgs { threads: 0, ..sim(1) }, YadaArgs { angle: 0.0, ..sim(1) }, YadaArgs { angle: 70.0, ..sim(1) }] {
+    for bad in
+        [YadaArgs { threads: 0, ..sim(1) }, YadaArgs { angle: 0.0, ..sim(1) }, YadaArgs { angle: 70.0, ..sim(1) }]
+    {
         assert!(matches!(Yada::run(&bad, &CommonArgs::default()), Err(AppError::Invalid(_))), "{bad:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -114,12 +117,8 @@ fn delaunay(points: &[Point]) -> Vec<[u32; 3]> {
 /// A mesh of the unit square: its corners and `inner` points inside it,
 /// triangulated (Delaunay), the square's sides as boundary segments.
 fn square_mesh(inner: &[(f64, f64)]) -> Triangulation {
-    let mut points = vec![
-        Point { x: 0.0, y: 0.0 },
-        Point { x: 1.0, y: 0.0 },
-        Point { x: 1.0, y: 1.0 },
-        Point { x: 0.0, y: 1.0 },
-    ];
+    let mut points =
+        vec![Point { x: 0.0, y: 0.0 }, Point { x: 1.0, y: 0.0 }, Point { x: 1.0, y: 1.0 }, Point { x: 0.0, y: 1.0 }];
     points.extend(inner.iter().map(|&(x, y)| Point { x, y }));
     let triangles = delaunay(&points);
     let area: f64 = triangles

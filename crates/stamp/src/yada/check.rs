@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::geometry::{Point, orient};
-use super::mesh::{ElemPtr, GARBAGE, Mesh, el};
+use super::mesh::{ElemPtr, GARBAGE, Mesh, ROOT, el};
 use super::refine::Scratch;
 use crate::plain::Plain;
 
@@ -98,7 +98,8 @@ impl Mesh {
         }
         let mut elements = Vec::new();
         self.walk(|p| elements.push(p));
-        let mut sum = MeshSummary { elements: elements.len(), triangles: 0, segments: 0, unrefinable: 0, min_angle: 180.0 };
+        let mut sum =
+            MeshSummary { elements: elements.len(), triangles: 0, segments: 0, unrefinable: 0, min_angle: 180.0 };
         let mut segments: HashMap<(u64, u64), Vec<Point>> = HashMap::new();
         let mut bad = Vec::new();
         for &p in &elements {
@@ -106,8 +107,12 @@ impl Mesh {
             let e = unsafe { el(p) };
             let s = &e.shape;
             let at = || describe(&e.shape.points[..e.shape.corners as usize]);
-            if e.state.load() & GARBAGE != 0 {
+            let state = e.state.load();
+            if state & GARBAGE != 0 {
                 return Err(format!("element {} is linked into the mesh but marked removed", at()));
+            }
+            if (state & ROOT != 0) != (p == root) {
+                return Err(format!("element {} disagrees with the mesh about being its root", at()));
             }
             if s.is_segment() {
                 sum.segments += 1;

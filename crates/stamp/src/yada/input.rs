@@ -216,7 +216,9 @@ fn read_segments(path: PathBuf, ids: &Ids) -> Result<Vec<[u32; 2]>, InputError> 
     let (n, h) = f.next(2, "0 2 <attributes> <boundary markers>")?;
     let listed = f.count(n, &h[0], "vertex count")?;
     if listed != 0 {
-        return Err(f.err(n, format!("the .poly file lists {listed} vertices; yada takes them from the .node file (0)")));
+        return Err(
+            f.err(n, format!("the .poly file lists {listed} vertices; yada takes them from the .node file (0)"))
+        );
     }
     if h[1] != "2" {
         return Err(f.err(n, format!("dimension `{}`; yada's meshes are 2-dimensional", h[1])));

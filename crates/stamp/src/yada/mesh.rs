@@ -25,6 +25,11 @@ pub(crate) const GARBAGE: u8 = 1;
 /// A pending work-unit names the element: whoever removes it must not
 /// free it (the unit does, STAMP's `isReferenced`).
 pub(crate) const REFERENCED: u8 = 2;
+/// The element is the mesh's root: whoever removes it names a new root.
+/// (A flag on the element, so that only the transaction that removes the
+/// root touches the mesh's root pointer; reading that pointer in every
+/// transaction made it a point of conflict.)
+pub(crate) const ROOT: u8 = 4;
 
 /// A triangle or a boundary segment of the mesh.
 #[derive(Debug)]
@@ -33,7 +38,7 @@ pub(crate) struct Element {
     pub(crate) shape: Shape,
     /// The element across each edge (`[0]` only, for a segment).
     pub(crate) neighbors: [TVar<Option<ElemPtr>>; 3],
-    /// [`GARBAGE`] and [`REFERENCED`].
+    /// [`GARBAGE`], [`REFERENCED`] and [`ROOT`].
     pub(crate) state: TVar<u8>,
 }
 
@@ -103,7 +108,9 @@ pub enum MeshError {
         at: Point,
     },
     /// Elements that cannot reach each other through shared edges.
-    #[error("the mesh falls into separate parts ({reached} of {total} elements reachable from the first); yada needs one connected mesh")]
+    #[error(
+        "the mesh falls into separate parts ({reached} of {total} elements reachable from the first); yada needs one connected mesh"
+    )]
     Disconnected {
         /// Elements reachable from the first one.
         reached: usize,
@@ -209,6 +216,11 @@ impl Mesh {
             // SAFETY: owned by this function.
             !unsafe { el(p) }.shape.is_segment()
         });
+        if let Some(r) = root {
+            // SAFETY: owned by this function.
+            let state = &unsafe { el(r) }.state;
+            set_unpublished(state, state.load() | ROOT);
+        }
         let mesh = Mesh {
             root: TVar::new(root),
             bound,

@@ -398,8 +398,8 @@ impl App for Yada {
         figures.insert("initial_bad".into(), json!(initial_bad));
         let (mesh, totals, time, report) = if common.sequential {
             let start = Instant::now();
-            let (mesh, totals) =
-                sequential(built).map_err(|e| AppError::Invalid(format!("the sequential refinement stopped: {e:?}")))?;
+            let (mesh, totals) = sequential(built)
+                .map_err(|e| AppError::Invalid(format!("the sequential refinement stopped: {e:?}")))?;
             (mesh, totals, start.elapsed(), None)
         } else {
             crate::phases::prepare_before_timing()?;

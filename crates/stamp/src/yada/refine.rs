@@ -22,7 +22,7 @@
 use skelaff_stm::{StopReason, TxError, TxOps};
 
 use super::geometry::{Edge, Point, Shape, orient};
-use super::mesh::{ElemPtr, Element, GARBAGE, Mesh, REFERENCED, el, set_unpublished};
+use super::mesh::{ElemPtr, Element, GARBAGE, Mesh, REFERENCED, ROOT, el, set_unpublished};
 
 /// How often one element may have a segment split for it before it is
 /// given up (each split halves a segment near its new point, so a few
@@ -275,10 +275,9 @@ impl Mesh {
         // SAFETY: a unit's element or read in this transaction.
         let cs = &unsafe { el(center) }.shape;
         let p = cs.new_point();
-        let root = tx.read(&self.root)?;
         let mut root_removed = false;
         for &(x, state) in &s.before {
-            root_removed |= root == Some(x);
+            root_removed |= state & ROOT != 0;
             // SAFETY: read in this transaction.
             tx.write(&unsafe { el(x) }.state, state | GARBAGE)?;
             if state & REFERENCED == 0 {
@@ -312,6 +311,11 @@ impl Mesh {
         }
         r.delta += s.border.len() as i64;
         if root_removed {
+            if let Some(f) = first {
+                // SAFETY: allocated by this transaction, not yet published.
+                let state = &unsafe { el(f) }.state;
+                set_unpublished(state, state.load() | ROOT);
+            }
             tx.write(&self.root, first)?;
         }
         Ok(())
