@@ -390,3 +390,50 @@ fn markdown(
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(policy: &str, threads: usize, run: u32, seconds: f64) -> Row {
+        Row {
+            app: "yada",
+            policy: policy.into(),
+            threads,
+            run,
+            seconds,
+            units: 0,
+            commits: 0,
+            aborts: 0,
+            check_passed: true,
+        }
+    }
+
+    #[test]
+    fn speedups_divide_the_median_sequential_time_by_each_median() {
+        let rows = [
+            row("sequential", 1, 0, 1.0),
+            row("sequential", 1, 1, 3.0),
+            row("sequential", 1, 2, 2.0),
+            row("auto", 2, 0, 0.5),
+            row("auto", 2, 1, 4.0),
+            row("auto", 2, 2, 1.0),
+        ];
+        let s = summarize(&rows);
+        let auto = &s[&("yada", "auto".to_owned(), 2)];
+        assert_eq!((auto.median_seconds, auto.min_seconds, auto.max_seconds), (1.0, 0.5, 4.0));
+        assert_eq!(auto.speedup, Some(2.0));
+        assert_eq!(s[&("yada", "sequential".to_owned(), 1)].speedup, Some(1.0));
+    }
+
+    #[test]
+    fn every_application_has_a_default_workload_and_named_baseline() {
+        for entry in stamp::registry() {
+            let w = workload(entry.name).unwrap_or_else(|| panic!("{} has no default workload", entry.name));
+            assert!(!w.baseline.is_empty());
+            for f in flags(w).iter().filter(|f| f.contains("/data/")) {
+                assert!(Path::new(&format!("{f}.node.gz")).is_file(), "{}: {f} is not shipped", entry.name);
+            }
+        }
+    }
+}

@@ -76,8 +76,9 @@ pub(crate) unsafe fn el<'a>(p: ElemPtr) -> &'a Element {
 
 /// A bad element waiting to be refined: a work-unit of yada.
 ///
-/// It names an element flagged [`REFERENCED`], which stays allocated (even
-/// once removed from the mesh) until the unit is processed.
+/// It names an element flagged as referenced by a unit, which stays allocated (even
+/// once removed from the mesh) until the unit is processed, once. Only
+/// this crate makes them ([`Built`] keeps its own private).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadElement(pub(crate) ElemPtr);
 
@@ -134,14 +135,26 @@ pub struct Mesh {
     pub(crate) initial_elements: usize,
 }
 
-/// The input mesh and its bad elements in STAMP's order.
+/// The input mesh and its bad elements in STAMP's order: what
+/// [`sequential`](super::sequential), [`Sequential`](super::Sequential)
+/// and [`run_skeleton`](super::run_skeleton) refine.
+///
+/// The bad elements are private: each names an element that its unit
+/// frees, so it must be processed exactly once.
 #[derive(Debug)]
 pub struct Built {
     /// The mesh.
     pub mesh: Mesh,
     /// The bad elements, in creation order (segments, then the `.ele`
     /// file's triangles).
-    pub bad: Vec<BadElement>,
+    pub(crate) bad: Vec<BadElement>,
+}
+
+impl Built {
+    /// The number of bad elements of the input.
+    pub fn initial_bad(&self) -> usize {
+        self.bad.len()
+    }
 }
 
 impl Mesh {

@@ -390,7 +390,7 @@ impl App for Yada {
     fn run(args: &YadaArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let built = args.build()?;
         let initial = built.mesh.initial_elements();
-        let initial_bad = built.bad.len();
+        let initial_bad = built.initial_bad();
         let mut figures = Map::new();
         figures.insert("input".into(), json!(args.input.display().to_string()));
         figures.insert("angle".into(), json!(args.angle));
