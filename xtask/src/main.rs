@@ -8,6 +8,10 @@
 //! and `2x1+1` (two nodes with one CPU each and a third with memory only).
 //! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
 //! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
+//!
+//! `cargo xtask stamp-vs-c [build|run|all|table] ...` measures every STAMP
+//! application side by side with STAMP's own C programs, sequential and on
+//! TinySTM (see the `stamp_vs_c` module).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -21,6 +25,8 @@ use skelaff_testkit::{GuestSpec, GuestSpecError};
 
 mod machines;
 
+mod stamp_vs_c;
+
 const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
 
 type Result<T, E = String> = std::result::Result<T, E>;
@@ -29,11 +35,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("numa-vm") => numa_vm(&args[1..]),
+        Some("stamp-vs-c") => stamp_vs_c::main(&args[1..]),
         Some("-h" | "--help") | None => {
             println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS]");
+            println!("       cargo xtask stamp-vs-c build|run|all|table [--help for its options]");
             Ok(())
         }
-        Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm")),
+        Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm, stamp-vs-c")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -240,6 +240,10 @@ pub struct Entry {
     /// Runs its small built-in input with `threads` workers and the given
     /// common flags.
     pub run_small: fn(usize, &CommonArgs) -> Result<Outcome, AppError>,
+    /// Runs it with its own flags (as on its command line, without the
+    /// program name; a thread count among them is replaced by `threads`)
+    /// and the given common flags.
+    pub run_args: fn(&[String], usize, &CommonArgs) -> Result<Outcome, AppError>,
 }
 
 impl fmt::Debug for Entry {
@@ -256,6 +260,14 @@ impl Entry {
             main: |argv| main_for::<A>(argv),
             run_small: |threads, common| {
                 let mut args = A::small();
+                A::set_threads(&mut args, threads);
+                A::run(&args, common)
+            },
+            run_args: |argv, threads, common| {
+                let command = A::Args::augment_args(clap::Command::new(A::NAME)).no_binary_name(true);
+                let bad = |e: clap::Error| AppError::Invalid(format!("{} {}: {e}", A::NAME, argv.join(" ")));
+                let matches = command.try_get_matches_from(argv).map_err(bad)?;
+                let mut args = A::Args::from_arg_matches(&matches).map_err(bad)?;
                 A::set_threads(&mut args, threads);
                 A::run(&args, common)
             },

@@ -16,9 +16,11 @@ pub mod genome;
 pub mod intruder;
 pub mod kmeans;
 pub mod labyrinth;
+pub mod peer;
 pub mod phases;
 pub mod plain;
 pub mod vacation;
+pub mod yada;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};
 
@@ -30,6 +32,7 @@ pub fn registry() -> Vec<Entry> {
         Entry::of::<intruder::Intruder>(),
         Entry::of::<genome::Genome>(),
         Entry::of::<labyrinth::Labyrinth>(),
+        Entry::of::<yada::Yada>(),
     ]
 }
 

@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 
 use skelaff_stamp::app::main_for;
-use skelaff_stamp::kmeans::{Kmeans, KmeansArgs, close, sequential};
+use skelaff_stamp::kmeans::{Kmeans, KmeansArgs, close, sequential, shipped_input};
 use skelaff_stamp::{App, AppError, CommonArgs};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -124,4 +124,45 @@ fn bad_flags_are_errors_not_panics() {
     let code = |argv: &[&str]| format!("{:?}", main_for::<Kmeans>(argv.iter().map(|s| s.to_string())));
     assert_eq!(code(&["kmeans", "-p", "two"]), format!("{:?}", ExitCode::from(2)));
     assert_eq!(code(&["kmeans", "-i", "edge100"]), format!("{:?}", ExitCode::FAILURE));
+}
+
+/// STAMP's own n2048 file (shipped gzipped): the skeleton at 1 and 2
+/// threads gives the sequential version's memberships and iterations.
+#[test]
+fn reads_stamps_n2048_file_and_matches_the_sequential_version() {
+    let path = shipped_input("random-n2048-d16-c16.txt");
+    let args = |threads| KmeansArgs {
+        input: path.display().to_string(),
+        max_clusters: 15,
+        min_clusters: 15,
+        threshold: 0.00001,
+        threads,
+        ..KmeansArgs::default()
+    };
+    let (reference, _) = sequential(&args(1)).unwrap();
+    assert_eq!(reference.membership.len(), 2048);
+    let points = args(1).points().unwrap();
+    assert_eq!((points.len(), points.dims), (2048, 16));
+    let digest = Kmeans::run(&args(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap().figures
+        ["membership_digest"]
+        .clone();
+    for threads in [1, 2] {
+        let o = Kmeans::run(&args(threads), &CommonArgs::default()).unwrap();
+        assert!(o.passed(), "{threads} threads: {:?}", o.check);
+        assert_eq!(o.figures["membership_digest"], digest, "{threads} threads");
+        assert_eq!(o.figures["iterations"], serde_json::json!(reference.iterations));
+    }
+}
+
+#[test]
+fn malformed_points_file_names_the_line() {
+    let path = std::env::temp_dir().join(format!("kmeans-bad-{}.txt", std::process::id()));
+    std::fs::write(&path, "1 0.1 0.2\n2 0.3 zero\n").unwrap();
+    let args = KmeansArgs { input: path.display().to_string(), max_clusters: 1, min_clusters: 1, ..small(1) };
+    let e = Kmeans::run(&args, &CommonArgs::default()).unwrap_err().to_string();
+    assert!(e.contains(&format!("{}, line 2: feature `zero` is not a finite number", path.display())), "{e}");
+    let b = KmeansArgs { binary: true, ..args };
+    let e = Kmeans::run(&b, &CommonArgs::default()).unwrap_err().to_string();
+    assert!(e.contains("(binary): header says"), "{e}");
+    std::fs::remove_file(&path).unwrap();
 }

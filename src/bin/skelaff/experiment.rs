@@ -1,16 +1,20 @@
 //! `skelaff run` and `skelaff experiment`: the paper's matrix of
-//! applications × page policies × thread counts.
+//! applications × page policies × thread counts, each configuration long
+//! enough that thread start-up does not decide the ratio, with speedups
+//! over each application's named sequential version.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
+use serde::Serialize;
+use skelaff::stamp::peer::{Comparison, median};
 use skelaff::stamp::{self, CommonArgs, Entry};
 use skelaff::worklist::PagePolicy;
+
+use crate::plot;
 
 /// Options of `skelaff experiment`.
 #[derive(Debug, clap::Args)]
@@ -24,15 +28,82 @@ pub(crate) struct Args {
     /// Page policies.
     #[arg(long, value_delimiter = ',', default_value = "first-touch,bind,cyclic,auto")]
     policies: Vec<PagePolicy>,
-    /// Runs per configuration; times are averaged.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// Runs per configuration; the tables show medians, the plots the spread.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     runs: u32,
-    /// Where to write results.csv, results.md and the speedup plots.
+    /// Each application's small built-in input instead of the default workload
+    /// (tens of milliseconds: start-up costs show; for a quick check).
+    #[arg(long)]
+    quick: bool,
+    /// The JSON of `cargo xtask stamp-vs-c` (STAMP's C programs on TinySTM beside
+    /// skelaff): adds a plot per workload against that peer.
+    #[arg(long)]
+    peer: Option<PathBuf>,
+    /// Where to write results.csv, results.md and the plots.
     #[arg(long, default_value = "results")]
     out: PathBuf,
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
+}
+
+/// An application's default workload and its sequential baseline.
+struct Workload {
+    app: &'static str,
+    /// Its flags (STAMP's letters): sized so that its sequential run takes
+    /// 0.2 to 0.6 s on a 2-CPU build machine.
+    flags: &'static [&'static str],
+    /// What its `--sequential` version is: what every speedup divides by.
+    baseline: &'static str,
+}
+
+const WORKLOADS: [Workload; 6] = [
+    Workload {
+        app: "vacation",
+        flags: &["-n2", "-q90", "-u98", "-r65536", "-t131072"],
+        baseline: "the same client operations on the standard library's BTreeMap tables, one thread, no STM",
+    },
+    Workload {
+        app: "kmeans",
+        flags: &["-m40", "-n40", "-t0.001", "-i", "random-n16384-d24-c16"],
+        baseline: "the same clustering, one thread, no STM (sums added point by point)",
+    },
+    Workload {
+        app: "intruder",
+        flags: &["-a10", "-l128", "-n16384", "-s1"],
+        baseline: "the same capture, reassembly and detection, one thread, no STM",
+    },
+    Workload {
+        app: "genome",
+        flags: &["-g16384", "-s64", "-n16777216"],
+        baseline: "the same deduplication and overlap matching, one thread, no STM",
+    },
+    Workload {
+        app: "labyrinth",
+        flags: &["-i", "random-x128-y128-z5-n128"],
+        baseline: "the same router over the pairs in STAMP's order, one thread, no STM",
+    },
+    Workload {
+        app: "yada",
+        flags: &["-a32", "-i", "@shipped:ttimeu10000.2"],
+        baseline: "the same refinement step over plain loads and stores, in STAMP's heap order",
+    },
+];
+
+fn workload(app: &str) -> Option<&'static Workload> {
+    WORKLOADS.iter().find(|w| w.app == app)
+}
+
+/// The flags of `w`, with `@shipped:NAME` replaced by the path of the mesh
+/// NAME shipped with skelaff-stamp.
+fn flags(w: &Workload) -> Vec<String> {
+    w.flags
+        .iter()
+        .map(|f| match f.strip_prefix("@shipped:") {
+            Some(name) => stamp::yada::shipped_input(name).display().to_string(),
+            None => (*f).to_owned(),
+        })
+        .collect()
 }
 
 /// `skelaff run APP [flags]`: the application's own command line.
@@ -47,33 +118,66 @@ pub(crate) fn run_app(app: &str, rest: Vec<String>) -> ExitCode {
     }
 }
 
-struct Row {
-    app: &'static str,
-    policy: String,
-    threads: usize,
-    run: u32,
-    time: Duration,
-    units: u64,
-    commits: u64,
-    aborts: u64,
-    passed: bool,
+/// One run of one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Row {
+    pub(crate) app: &'static str,
+    /// `sequential` or a page policy.
+    pub(crate) policy: String,
+    pub(crate) threads: usize,
+    pub(crate) run: u32,
+    pub(crate) seconds: f64,
+    pub(crate) units: u64,
+    pub(crate) commits: u64,
+    pub(crate) aborts: u64,
+    pub(crate) check_passed: bool,
+}
+
+/// The summary of one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Summary {
+    pub(crate) app: &'static str,
+    pub(crate) policy: String,
+    pub(crate) threads: usize,
+    pub(crate) median_seconds: f64,
+    pub(crate) min_seconds: f64,
+    pub(crate) max_seconds: f64,
+    /// Median sequential time over this median.
+    pub(crate) speedup: Option<f64>,
+}
+
+/// Summaries by (app, policy, threads).
+pub(crate) type Summaries = BTreeMap<(&'static str, String, usize), Summary>;
+
+/// The experiment's JSON line.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    runs: u32,
+    threads: &'a [usize],
+    workloads: BTreeMap<&'static str, String>,
+    baselines: BTreeMap<&'static str, &'static str>,
+    results: Vec<&'a Summary>,
+    failed_checks: Vec<String>,
+    out: String,
+    plots: Vec<String>,
 }
 
 pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
     let registry = stamp::registry();
-    let apps: Vec<Entry> = if args.apps.is_empty() {
-        registry.clone()
-    } else {
-        args.apps
-            .iter()
-            .map(|name| {
-                registry.iter().copied().find(|e| e.name == name).ok_or_else(|| {
-                    let names: Vec<&str> = registry.iter().map(|e| e.name).collect();
-                    format!("unknown application `{name}`; the applications are: {}", names.join(", "))
+    let names: Vec<&str> = registry.iter().map(|e| e.name).collect();
+    let apps: Vec<Entry> =
+        if args.apps.is_empty() {
+            registry.clone()
+        } else {
+            args.apps
+                .iter()
+                .map(|name| {
+                    registry.iter().copied().find(|e| e.name == name).ok_or_else(|| {
+                        format!("unknown application `{name}`; the applications are: {}", names.join(", "))
+                    })
                 })
-            })
-            .collect::<Result<_, _>>()?
-    };
+                .collect::<Result<_, _>>()?
+        };
     if apps.is_empty() {
         return Err("no applications to run".to_owned());
     }
@@ -84,6 +188,13 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
     if args.policies.is_empty() {
         return Err("no page policies given".to_owned());
     }
+    let peer = match &args.peer {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("--peer {}: {e}", p.display()))?;
+            Some(serde_json::from_str::<Comparison>(&text).map_err(|e| format!("--peer {}: {e}", p.display()))?)
+        }
+        None => None,
+    };
     std::fs::create_dir_all(&args.out).map_err(|e| format!("creating {}: {e}", args.out.display()))?;
 
     let per_app = 1 + threads.len() * args.policies.len();
@@ -95,7 +206,13 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
             .progress_chars("=> "),
     );
     let mut rows = Vec::new();
+    let mut used = BTreeMap::new();
     for app in &apps {
+        let argv = match workload(app.name) {
+            Some(w) if !args.quick => Some(flags(w)),
+            _ => None,
+        };
+        used.insert(app.name, argv.as_ref().map_or_else(|| "(its small built-in input)".to_owned(), |a| a.join(" ")));
         let seq = CommonArgs { sequential: true, ..CommonArgs::default() };
         let mut configs = vec![("sequential".to_owned(), 1, seq)];
         for &t in &threads {
@@ -103,23 +220,29 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
                 configs.push((p.to_string(), t, CommonArgs { policy: p, ..CommonArgs::default() }));
             }
         }
-        for (policy, t, common) in configs {
-            for run in 0..args.runs {
+        // Runs of one configuration are spread over the experiment: every
+        // configuration runs once per round.
+        for run in 0..args.runs {
+            for (policy, t, common) in &configs {
                 bar.set_message(format!("{} {policy} x{t}", app.name));
-                let outcome = (app.run_small)(t, &common).map_err(|e| format!("{} {policy} x{t}: {e}", app.name))?;
+                let outcome = match &argv {
+                    Some(a) => (app.run_args)(a, *t, common),
+                    None => (app.run_small)(*t, common),
+                }
+                .map_err(|e| format!("{} {policy} x{t}: {e}", app.name))?;
                 if let Err(why) = &outcome.check {
                     bar.println(format!("{} {policy} x{t} run {run}: check FAILED: {why}", app.name));
                 }
                 rows.push(Row {
                     app: app.name,
                     policy: policy.clone(),
-                    threads: t,
+                    threads: *t,
                     run,
-                    time: outcome.time,
+                    seconds: outcome.time.as_secs_f64(),
                     units: outcome.report.as_ref().map_or(0, |r| r.units),
                     commits: outcome.report.as_ref().map_or(0, |r| r.commits()),
                     aborts: outcome.report.as_ref().map_or(0, |r| r.aborts()),
-                    passed: outcome.passed(),
+                    check_passed: outcome.passed(),
                 });
                 bar.inc(1);
             }
@@ -128,36 +251,42 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
     bar.finish_and_clear();
 
     write_csv(&args.out.join("results.csv"), &rows)?;
-    let means = means(&rows);
-    let table = markdown(&apps, &threads, &args.policies, &means, args.runs);
+    let sums = summarize(&rows);
+    let table = markdown(&apps, &threads, &args.policies, &sums, args.runs, &used);
     std::fs::write(args.out.join("results.md"), &table).map_err(|e| e.to_string())?;
     print!("{table}");
     let mut plots = Vec::new();
     for app in &apps {
         let path = args.out.join(format!("speedup-{}.svg", app.name));
-        plot(&path, app.name, &threads, &args.policies, &means)
+        plot::speedup(&path, app.name, &threads, &args.policies, &sums, &rows)
             .map_err(|e| format!("plotting {}: {e}", path.display()))?;
         plots.push(path.display().to_string());
+        if let Some(peer) = &peer {
+            for w in peer.workloads().into_iter().filter(|w| w.split('-').next() == Some(app.name)) {
+                let path = args.out.join(format!("peer-{w}.svg"));
+                plot::against_peer(&path, &w, peer).map_err(|e| format!("plotting {}: {e}", path.display()))?;
+                plots.push(path.display().to_string());
+            }
+        }
     }
     println!("wrote results.csv, results.md and {} plot(s) in {}", plots.len(), args.out.display());
     let failed: Vec<String> = rows
         .iter()
-        .filter(|r| !r.passed)
+        .filter(|r| !r.check_passed)
         .map(|r| format!("{} {} x{} run {}", r.app, r.policy, r.threads, r.run))
         .collect();
     if args.json {
-        let summary: Vec<_> = means
-            .iter()
-            .map(|((app, policy, t), m)| {
-                json!({"app": app, "policy": policy, "threads": t, "mean_seconds": m,
-                       "speedup": seq_time(&means, app).map(|s| s / m)})
-            })
-            .collect();
-        println!(
-            "{}",
-            json!({"runs": args.runs, "threads": threads, "results": summary, "failed_checks": failed,
-                   "out": args.out.display().to_string(), "plots": plots})
-        );
+        let report = Report {
+            runs: args.runs,
+            threads: &threads,
+            workloads: used,
+            baselines: apps.iter().filter_map(|a| workload(a.name).map(|w| (a.name, w.baseline))).collect(),
+            results: sums.values().collect(),
+            failed_checks: failed.clone(),
+            out: args.out.display().to_string(),
+            plots,
+        };
+        println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
     }
     if !failed.is_empty() {
         eprintln!("skelaff experiment: {} self-check(s) failed: {}", failed.len(), failed.join("; "));
@@ -174,20 +303,34 @@ fn default_threads() -> Vec<usize> {
     v
 }
 
-type Means = BTreeMap<(&'static str, String, usize), f64>;
-
-fn means(rows: &[Row]) -> Means {
-    let mut sums: BTreeMap<(&'static str, String, usize), (f64, u32)> = BTreeMap::new();
+/// Medians, extremes and speedups (over the median sequential time) of
+/// every configuration.
+pub(crate) fn summarize(rows: &[Row]) -> Summaries {
+    let mut times: BTreeMap<(&'static str, String, usize), Vec<f64>> = BTreeMap::new();
     for r in rows {
-        let e = sums.entry((r.app, r.policy.clone(), r.threads)).or_default();
-        e.0 += r.time.as_secs_f64();
-        e.1 += 1;
+        times.entry((r.app, r.policy.clone(), r.threads)).or_default().push(r.seconds);
     }
-    sums.into_iter().map(|(k, (s, n))| (k, s / f64::from(n))).collect()
-}
-
-fn seq_time(means: &Means, app: &str) -> Option<f64> {
-    means.iter().find(|((a, p, _), _)| *a == app && p == "sequential").map(|(_, m)| *m)
+    let seq: BTreeMap<&str, f64> = times
+        .iter()
+        .filter(|((_, p, _), _)| p == "sequential")
+        .filter_map(|((a, _, _), v)| median(v).map(|m| (*a, m)))
+        .collect();
+    times
+        .into_iter()
+        .filter_map(|((app, policy, threads), v)| {
+            let m = median(&v)?;
+            let summary = Summary {
+                app,
+                policy: policy.clone(),
+                threads,
+                median_seconds: m,
+                min_seconds: v.iter().copied().fold(f64::INFINITY, f64::min),
+                max_seconds: v.iter().copied().fold(0.0, f64::max),
+                speedup: seq.get(app).filter(|_| m > 0.0).map(|s| s / m),
+            };
+            Some(((app, policy, threads), summary))
+        })
+        .collect()
 }
 
 fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
@@ -196,22 +339,24 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
         let _ = writeln!(
             s,
             "{},{},{},{},{:.6},{},{},{},{}",
-            r.app,
-            r.policy,
-            r.threads,
-            r.run,
-            r.time.as_secs_f64(),
-            r.units,
-            r.commits,
-            r.aborts,
-            r.passed
+            r.app, r.policy, r.threads, r.run, r.seconds, r.units, r.commits, r.aborts, r.check_passed
         );
     }
     std::fs::write(path, s).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-fn markdown(apps: &[Entry], threads: &[usize], policies: &[PagePolicy], means: &Means, runs: u32) -> String {
-    let mut s = format!("# skelaff experiment: mean of {runs} run(s); speedup over the sequential version\n\n");
+fn markdown(
+    apps: &[Entry],
+    threads: &[usize],
+    policies: &[PagePolicy],
+    sums: &Summaries,
+    runs: u32,
+    used: &BTreeMap<&'static str, String>,
+) -> String {
+    let mut s = format!(
+        "# skelaff experiment: median of {runs} run(s); speedup = the application's sequential version's median \
+         time / this median (> 1: faster than running without skelaff)\n\n"
+    );
     let _ = write!(s, "| app | sequential (s) |");
     for t in threads {
         for p in policies {
@@ -224,62 +369,71 @@ fn markdown(apps: &[Entry], threads: &[usize], policies: &[PagePolicy], means: &
     }
     s.push('\n');
     for app in apps {
-        let seq = seq_time(means, app.name);
+        let seq = sums.get(&(app.name, "sequential".to_owned(), 1)).map(|x| x.median_seconds);
         let _ = write!(s, "| {} | {} |", app.name, seq.map_or("-".to_owned(), |v| format!("{v:.4}")));
         for &t in threads {
             for p in policies {
-                let cell = means.get(&(app.name, p.to_string(), t)).map_or("-".to_owned(), |m| match seq {
-                    Some(q) => format!("{:.2}× ({m:.4} s)", q / m),
-                    None => format!("{m:.4} s"),
+                let cell = sums.get(&(app.name, p.to_string(), t)).map_or("-".to_owned(), |m| match m.speedup {
+                    Some(sp) => format!("{sp:.2}× ({:.4} s)", m.median_seconds),
+                    None => format!("{:.4} s", m.median_seconds),
                 });
                 let _ = write!(s, " {cell} |");
             }
         }
         s.push('\n');
     }
+    s.push_str("\nWorkloads and the sequential version each speedup divides by:\n\n");
+    for app in apps {
+        let baseline = workload(app.name).map_or("its `--sequential` run", |w| w.baseline);
+        let flags = used.get(app.name).map_or("", String::as_str);
+        let _ = writeln!(s, "- {}: `{flags}`; baseline: {baseline}", app.name);
+    }
     s
 }
 
-fn plot(path: &Path, app: &str, threads: &[usize], policies: &[PagePolicy], means: &Means) -> Result<(), String> {
-    use plotters::prelude::*;
-    let seq = seq_time(means, app).ok_or("no sequential time")?;
-    let series: Vec<(String, Vec<(f64, f64)>)> = policies
-        .iter()
-        .map(|p| {
-            let pts = threads
-                .iter()
-                .filter_map(|&t| means.get(&(app, p.to_string(), t)).map(|m| (t as f64, seq / m)))
-                .collect();
-            (p.to_string(), pts)
-        })
-        .collect();
-    let max_y = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0f64, f64::max) * 1.15;
-    let max_x = threads.iter().copied().max().unwrap_or(1) as f64;
-    let root = SVGBackend::new(path, (640, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{app}: speedup over sequential"), ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(48)
-        .build_cartesian_2d(0.5f64..max_x + 0.5, 0f64..max_y)
-        .map_err(|e| e.to_string())?;
-    chart.configure_mesh().x_desc("threads").y_desc("speedup").draw().map_err(|e| e.to_string())?;
-    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
-    for (i, (name, pts)) in series.iter().enumerate() {
-        let c = colors[i % colors.len()];
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-            .map_err(|e| e.to_string())?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(|e| e.to_string())?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(policy: &str, threads: usize, run: u32, seconds: f64) -> Row {
+        Row {
+            app: "yada",
+            policy: policy.into(),
+            threads,
+            run,
+            seconds,
+            units: 0,
+            commits: 0,
+            aborts: 0,
+            check_passed: true,
+        }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+
+    #[test]
+    fn speedups_divide_the_median_sequential_time_by_each_median() {
+        let rows = [
+            row("sequential", 1, 0, 1.0),
+            row("sequential", 1, 1, 3.0),
+            row("sequential", 1, 2, 2.0),
+            row("auto", 2, 0, 0.5),
+            row("auto", 2, 1, 4.0),
+            row("auto", 2, 2, 1.0),
+        ];
+        let s = summarize(&rows);
+        let auto = &s[&("yada", "auto".to_owned(), 2)];
+        assert_eq!((auto.median_seconds, auto.min_seconds, auto.max_seconds), (1.0, 0.5, 4.0));
+        assert_eq!(auto.speedup, Some(2.0));
+        assert_eq!(s[&("yada", "sequential".to_owned(), 1)].speedup, Some(1.0));
+    }
+
+    #[test]
+    fn every_application_has_a_default_workload_and_named_baseline() {
+        for entry in stamp::registry() {
+            let w = workload(entry.name).unwrap_or_else(|| panic!("{} has no default workload", entry.name));
+            assert!(!w.baseline.is_empty());
+            for f in flags(w).iter().filter(|f| f.contains("/data/")) {
+                assert!(Path::new(&format!("{f}.node.gz")).is_file(), "{}: {f} is not shipped", entry.name);
+            }
+        }
+    }
 }

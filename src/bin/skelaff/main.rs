@@ -14,6 +14,7 @@ static ALLOC: NumaAlloc = NumaAlloc::new();
 mod experiment;
 mod inspect;
 mod locality;
+mod plot;
 
 /// NUMA-aware transactional worklists.
 #[derive(Debug, Parser)]
@@ -31,14 +32,15 @@ enum Command {
     /// Run one STAMP application with its own flags (e.g. `skelaff run vacation -c2`).
     #[command(disable_help_flag = true)]
     Run {
-        /// The application: vacation, kmeans, intruder, genome, labyrinth.
+        /// The application: vacation, kmeans, intruder, genome, labyrinth, yada.
         app: String,
         /// Its flags (`skelaff run APP --help` lists them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// The paper's experiment: applications x page policies x thread counts,
-    /// written to results.csv, results.md and speedup plots.
+    /// written to results.csv, results.md and speedup plots (with --peer, also
+    /// plots against STAMP's C programs from `cargo xtask stamp-vs-c`).
     Experiment(experiment::Args),
     /// The emulated machines' locality runs (`cargo xtask numa-vm`) as one
     /// table per application: rows policies and schemes, columns local

@@ -53,11 +53,17 @@ impl Input {
     /// wherever `segment_length - 1` positions in a row start none, so that
     /// consecutive segments overlap and the whole gene is covered.
     ///
+    /// Every draw comes from STAMP's Mersenne Twister (MT19937, seeded
+    /// with the low 32 bits of `seed`, as STAMP's `random_seed`) in STAMP's
+    /// order: one draw per nucleotide (`% 4`), then one per random start
+    /// (`% starts`). So the same flags give STAMP's own gene and segments
+    /// (STAMP's genome seeds with 0, the default of `--seed`).
+    ///
     /// The caller checks `2 <= segment_length <= min(gene_length,
     /// MAX_SEGMENT)`.
     pub fn generate(gene_length: usize, segment_length: usize, min_segments: usize, seed: u64) -> Input {
-        let mut rng = fastrand::Rng::with_seed(seed ^ 0x6765_6E6F_6D65);
-        let gene: Vec<u8> = (0..gene_length).map(|_| rng.u8(0..4)).collect();
+        let mut rng = rand_mt::Mt::new(seed as u32);
+        let gene: Vec<u8> = (0..gene_length).map(|_| (rng.next_u32() % 4) as u8).collect();
         let segments = draw_starts(&mut rng, gene_length, segment_length, min_segments)
             .into_iter()
             .map(|at| pack(&gene[at..at + segment_length]))
@@ -68,7 +74,7 @@ impl Input {
 
 /// Where the segments start, in the order they are drawn (see
 /// [`Input::generate`]).
-fn draw_starts(rng: &mut fastrand::Rng, gene_length: usize, s: usize, min_segments: usize) -> Vec<usize> {
+fn draw_starts(rng: &mut rand_mt::Mt, gene_length: usize, s: usize, min_segments: usize) -> Vec<usize> {
     let starts = gene_length - s + 1;
     let mut covered = vec![false; starts];
     let mut out = Vec::with_capacity(min_segments + starts / s + 1);
@@ -77,7 +83,7 @@ fn draw_starts(rng: &mut fastrand::Rng, gene_length: usize, s: usize, min_segmen
         out.push(at);
     };
     for _ in 0..min_segments {
-        take(rng.usize(0..starts), &mut covered);
+        take(rng.next_u32() as usize % starts, &mut covered);
     }
     if !covered[0] {
         take(0, &mut covered);
@@ -113,10 +119,42 @@ mod tests {
         assert_eq!(mask(64), u128::MAX);
     }
 
+    /// What STAMP's own generator (its `gene_create` and `segments_create`
+    /// with `random_seed(0)`, compiled from STAMP 0.9.10 and run) makes:
+    /// the gene's first 40 nucleotides, the number of segments, the first
+    /// three segments and the last one.
+    #[test]
+    fn same_data_as_stamps_generator() {
+        let cases: [(usize, usize, usize, usize, [&str; 4]); 3] = [
+            (256, 16, 16384, 16384, ["aaacgacgtggtcaaa", "acgtgcgcaggtatgt", "tctcgatgaaagcgtt", "ttttctcgatgaaagc"]),
+            (
+                16384,
+                64,
+                4096,
+                4098,
+                [
+                    "ggacgtcattgacccgggtcgtttttctgaaccaccggtgcgggcgtgccgcgtaacattgccc",
+                    "caaaaaaggtcgtgtctaggtccgaacttcattggcttgatgtcccgagtgcttggtttcctag",
+                    "tcatcataccaattctcacgatcgatacgccgctatgtccctataggagttaattcgcagctat",
+                    "tcacggagctttgacggagcatccgacgaacgccaagactggcatggaaatacaagcttatggc",
+                ],
+            ),
+            (64, 8, 4, 11, ["tgaaagcg", "tttctcga", "cacatatc", "tgattgtg"]),
+        ];
+        for (g, s, n, count, segs) in cases {
+            let input = Input::generate(g, s, n, 0);
+            assert_eq!(&input.gene_text()[..40], "atcattttctcgatgaaagcgttgaccccacatatcgtta");
+            assert_eq!(input.segments.len(), count, "-g{g} -s{s} -n{n}");
+            let text = |k: u128| unpack(k, s).map(|c| NUCLEOTIDES[usize::from(c)] as char).collect::<String>();
+            let got = [0, 1, 2, count - 1].map(|i| text(input.segments[i]));
+            assert_eq!(got, segs, "-g{g} -s{s} -n{n}");
+        }
+    }
+
     #[test]
     fn segments_cover_the_gene_with_overlaps() {
         for (g, s, n, seed) in [(10, 4, 20, 0), (20, 5, 1, 1), (100, 10, 1000, 2), (100, 10, 1, 3), (300, 64, 3, 4)] {
-            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut rng = rand_mt::Mt::new(seed);
             let mut starts = draw_starts(&mut rng, g, s, n);
             assert!(starts.len() >= n);
             starts.sort_unstable();

@@ -25,6 +25,13 @@
 //! instead). A pass with a single chain left has nothing to link and ends
 //! phase 2.
 //!
+//! # Data
+//!
+//! STAMP's own: the gene and the segments come from STAMP's Mersenne
+//! Twister drawn in STAMP's order ([`Input::generate`]), so the same flags
+//! (and `--seed 0`, the default, STAMP's seed) give the same gene and
+//! segments as STAMP's C program.
+//!
 //! # Self-check
 //!
 //! STAMP's: the reconstructed sequence equals the gene. The result is

@@ -23,7 +23,11 @@
 //!
 //! The generator draws from `fastrand` rather than STAMP's Mersenne
 //! twister, so the flows for a given seed differ from STAMP's; their shape
-//! (counts, lengths, fragment counts, attack share) is the same.
+//! (counts, lengths, fragment counts, attack share) is the same. (STAMP's
+//! `stream_generate` interleaves its draws for the attack choice, the
+//! dictionary word, the random payloads, the fragment lengths and a
+//! packet shuffle of its own; reproducing that order is left for later,
+//! as are its dictionary's exact words.)
 
 mod detector;
 mod pipeline;

@@ -1,5 +1,6 @@
-//! kmeans' input: points around random centers, in the shape of STAMP's
-//! `random-n<points>-d<dims>-c<centers>.txt` files, generated in-process.
+//! kmeans' generated input: points around random centers, in the shape of
+//! STAMP's `random-n<points>-d<dims>-c<centers>.txt` files (their files
+//! themselves are read by `file`).
 
 use crate::app::AppError;
 
@@ -47,9 +48,8 @@ impl Shape {
     pub fn parse(name: &str) -> Result<Shape, AppError> {
         let bad = || {
             AppError::Invalid(format!(
-                "-i `{name}`: inputs are generated in-process; expected `random-n<points>-d<dims>-c<centers>` \
-                 (e.g. random-n2048-d16-c16), with 1 <= points <= {MAX_POINTS}, 1 <= dims <= {MAX_DIMS}, \
-                 1 <= centers <= points"
+                "`{name}`: expected `random-n<points>-d<dims>-c<centers>` (e.g. random-n2048-d16-c16), with \
+                 1 <= points <= {MAX_POINTS}, 1 <= dims <= {MAX_DIMS}, 1 <= centers <= points"
             ))
         };
         let base = name.rsplit('/').next().unwrap_or(name);

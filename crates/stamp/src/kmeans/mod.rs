@@ -1,16 +1,21 @@
 //! STAMP's **kmeans**: partition points into k clusters (from NU-MineBench).
 //!
 //! For every k from `-n` (min clusters) to `-m` (max clusters): pick k
-//! points as the first centers (a generator seeded with 7, as STAMP), then
+//! points as the first centers (STAMP's Mersenne Twister seeded with 7,
+//! drawn as STAMP draws them), then
 //! iterate: assign every point to its nearest center (squared Euclidean
 //! distance), make every center the mean of its points, until the share of
 //! points that changed cluster is at most `-t` (or 500 iterations more
 //! have run). The result is the clustering of the last k. The features
 //! are z-score normalised first unless `-z` is given.
 //!
-//! The input is generated in-process in the shape of STAMP's files: `-i
-//! random-n65536-d32-c16` means 65 536 points of 32 features around 16
-//! random centers (see [`Points::generate`]). STAMP's low-contention runs
+//! The input is STAMP's: `-i path/random-n65536-d32-c16.txt` reads its
+//! text format (`-b`: its binary format), plain or gzip-compressed
+//! ([`Points::read_text`], [`Points::read_binary`]; `-i NAME` also finds
+//! `NAME.gz`). When no such file exists, a name of the shape
+//! `random-n65536-d32-c16` generates 65 536 points of 32 features around 16
+//! random centers in-process (see [`Points::generate`]: not STAMP's
+//! generator, whose points are spread differently). STAMP's low-contention runs
 //! use many clusters (`-m40 -n40`), its high-contention runs few (`-m15
 //! -n15`): fewer clusters, more transactions on each cluster's sums.
 //!
@@ -40,6 +45,7 @@
 //! Besides, in either mode, every final center with members must be the
 //! mean of its members, recomputed.
 
+mod file;
 mod input;
 mod parallel;
 
@@ -47,6 +53,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, json};
 
+pub use file::shipped_input;
 pub use input::{MAX_DIMS, MAX_POINTS, Points, SPREAD, Shape};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
@@ -80,9 +87,13 @@ pub struct KmeansArgs {
     /// Convergence threshold: stop when at most this share of the points changed cluster.
     #[arg(short = 't', long = "threshold", default_value_t = 0.05)]
     pub threshold: f64,
-    /// The input, generated in-process: `random-n<points>-d<dims>-c<centers>`.
+    /// The input: a STAMP points file (text; binary with -b; gzip or not), or, when no such
+    /// file exists, a shape to generate: `random-n<points>-d<dims>-c<centers>`.
     #[arg(short = 'i', long = "input", default_value = "random-n2048-d16-c16")]
     pub input: String,
+    /// The input file is in STAMP's binary format.
+    #[arg(short = 'b', long = "binary")]
+    pub binary: bool,
     /// Do not z-score transform the features.
     #[arg(short = 'z', long = "no-zscore")]
     pub no_zscore: bool,
@@ -104,6 +115,7 @@ impl Default for KmeansArgs {
             min_clusters: 40,
             threshold: 0.05,
             input: "random-n2048-d16-c16".into(),
+            binary: false,
             no_zscore: false,
             threads: 1,
             chunk: 0,
@@ -118,8 +130,8 @@ pub const MAX_CLUSTERS: usize = 1 << 16;
 pub const MAX_LOOPS: u32 = 500;
 
 impl KmeansArgs {
-    fn validate(&self) -> Result<Shape, AppError> {
-        let shape = Shape::parse(&self.input)?;
+    /// Checks the flags that do not depend on the input.
+    fn validate(&self) -> Result<(), AppError> {
         let bad = |m: String| Err(AppError::Invalid(m));
         if self.threads == 0 {
             return bad("-p (threads) must be at least 1".into());
@@ -130,32 +142,53 @@ impl KmeansArgs {
                 self.min_clusters, self.max_clusters
             ));
         }
-        if self.max_clusters > shape.points.min(MAX_CLUSTERS) {
-            return bad(format!(
-                "-m{} clusters: at most the number of points ({}) and {MAX_CLUSTERS}",
-                self.max_clusters, shape.points
-            ));
-        }
         if !self.threshold.is_finite() || self.threshold < 0.0 {
             return bad(format!("-t (threshold) must be a number >= 0 (got {})", self.threshold));
         }
         if self.chunk > u32::MAX as usize {
             return bad(format!("--chunk must be at most {} (got {})", u32::MAX, self.chunk));
         }
-        Ok(shape)
+        Ok(())
     }
 
+    /// The raw points: read from the file `-i` (or `-i` with `.gz`
+    /// appended) in STAMP's text format, or its binary one with `-b`;
+    /// when no such file exists, generated in the shape the name gives.
+    fn load(&self) -> Result<Points, AppError> {
+        let path = std::path::Path::new(&self.input);
+        match file::locate(path) {
+            Some(found) if self.binary => Points::read_binary(&found),
+            Some(found) => Points::read_text(&found),
+            None => match Shape::parse(&self.input) {
+                Ok(shape) => Ok(Points::generate(shape, self.seed)),
+                Err(e) => Err(AppError::Invalid(format!(
+                    "-i `{}`: no such file (nor with .gz appended); as a shape to generate: {e}",
+                    self.input
+                ))),
+            },
+        }
+    }
     fn chunk(&self, points: usize) -> usize {
         if self.chunk > 0 { self.chunk } else { (points / 16).clamp(16, 1024) }
     }
 
-    /// The generated (and normalised) input.
+    /// The input, read or generated (see `-i`), and normalised unless `-z`.
     ///
     /// # Errors
     ///
-    /// [`AppError::Invalid`] for an input name not of the generated form.
+    /// [`AppError::Invalid`] for flags out of range (`-m` above the number
+    /// of points, say), a malformed or unreadable file, or a name that is
+    /// neither a file nor a shape to generate.
     pub fn points(&self) -> Result<Points, AppError> {
-        let mut p = Points::generate(self.validate()?, self.seed);
+        self.validate()?;
+        let mut p = self.load()?;
+        if self.max_clusters > p.len().min(MAX_CLUSTERS) {
+            return Err(AppError::Invalid(format!(
+                "-m{} clusters: at most the number of points ({}) and {MAX_CLUSTERS}",
+                self.max_clusters,
+                p.len()
+            )));
+        }
         if !self.no_zscore {
             p.zscore();
         }
@@ -251,10 +284,12 @@ fn cluster(
     let (n, d) = (points.len(), points.dims);
     let mut out = Clustering { clusters: 0, centers: Vec::new(), membership: Vec::new(), iterations: Vec::new() };
     for k in min..=max {
-        let mut rng = fastrand::Rng::with_seed(7);
+        // STAMP's first centers: its Mersenne Twister seeded with 7 for
+        // every k, one draw per center.
+        let mut rng = rand_mt::Mt::new(7);
         let mut centers: Vec<f32> = Vec::with_capacity(k * d);
         for _ in 0..k {
-            centers.extend_from_slice(points.point(rng.usize(0..n)));
+            centers.extend_from_slice(points.point(rng.next_u32() as usize % n));
         }
         a.reset();
         let mut sums = vec![0.0f64; k * d];
@@ -412,6 +447,7 @@ impl App for Kmeans {
         let points = args.points()?;
         let chunk = args.chunk(points.len());
         let mut figures = Map::new();
+        figures.insert("input".into(), json!(args.input));
         figures.insert("points".into(), json!(points.len()));
         figures.insert("dims".into(), json!(points.dims));
         figures.insert("min_clusters".into(), json!(args.min_clusters));

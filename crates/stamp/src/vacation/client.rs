@@ -231,19 +231,28 @@ pub(crate) struct Initial {
     price: i64,
 }
 
-/// The initial tables (STAMP's `initializeManager`): for each of cars,
-/// flights, rooms and customers, the ids `1..=relations` in a shuffled
-/// order; each reservation entry gets `100..=500` units (a multiple of 100)
-/// at a price of `50..=90` (a multiple of 10).
+/// The initial tables, exactly as STAMP's `initializeManager` makes them:
+/// for each of cars, flights, rooms and customers, the ids `1..=relations`
+/// shuffled further (`relations` swaps of two random positions, as STAMP
+/// does, not a uniform shuffle), then each entry, in that order, gets
+/// `100..=500` units (a multiple of 100) at a price of `50..=90` (a
+/// multiple of 10). Every draw comes from STAMP's Mersenne Twister, seeded
+/// with the low 32 bits of `seed` (STAMP's is seeded with 0, the default
+/// of `--seed`), in STAMP's order.
 pub(crate) fn initial_entries(seed: u64, relations: u32) -> Vec<Initial> {
-    let mut rng = fastrand::Rng::with_seed(splitmix(seed ^ 0x1D8E_4E27_C47D_124F));
+    let mut rng = rand_mt::Mt::new(seed as u32);
+    let n = relations as usize;
     let mut ids: Vec<u32> = (1..=relations).collect();
-    let mut out = Vec::with_capacity(4 * ids.len());
+    let mut out = Vec::with_capacity(4 * n);
     for table in 0..4 {
-        rng.shuffle(&mut ids);
+        for _ in 0..n {
+            let x = rng.next_u32() as usize % n;
+            let y = rng.next_u32() as usize % n;
+            ids.swap(x, y);
+        }
         for &id in &ids {
-            let num = i64::from(rng.u32(1..=5)) * 100;
-            let price = i64::from(rng.u32(0..5)) * 10 + 50;
+            let num = i64::from(rng.next_u32() % 5 + 1) * 100;
+            let price = i64::from(rng.next_u32() % 5) * 10 + 50;
             out.push(Initial { table, id, num, price });
         }
     }
@@ -265,6 +274,33 @@ pub(crate) fn populate<D: Tables>(db: &mut D, entries: &[Initial]) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entries of STAMP's own tables for `-r16384` (its draw sequence
+    /// with its `random.c` and `mt19937ar.c`, seeded as `random_alloc`
+    /// seeds, compiled and run): per table, positions 0, 1 and the last,
+    /// as `(table, position, id, units, price)`.
+    #[test]
+    fn initial_tables_are_stamps() {
+        let expected = [
+            (0, 0, 9955, 400, 70),
+            (0, 1, 1158, 200, 80),
+            (0, 16383, 14777, 500, 50),
+            (1, 0, 4339, 500, 90),
+            (1, 1, 1158, 200, 80),
+            (1, 16383, 13971, 400, 90),
+            (2, 0, 6127, 300, 90),
+            (2, 1, 8446, 300, 70),
+            (2, 16383, 12570, 200, 80),
+            (3, 0, 9091, 300, 50),
+            (3, 1, 164, 500, 90),
+            (3, 16383, 2135, 400, 70),
+        ];
+        let entries = initial_entries(0, 16384);
+        for (table, pos, id, num, price) in expected {
+            let e = entries[table * 16384 + pos];
+            assert_eq!((e.table, e.id, e.num, e.price), (table as u32, id, num, price), "table {table} position {pos}");
+        }
+    }
 
     #[test]
     fn actions_follow_the_percentages() {

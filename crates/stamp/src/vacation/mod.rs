@@ -32,6 +32,19 @@
 //! pool costs a fraction of it; batching several requests in one
 //! transaction is available to measure that cost, not needed to hide it.
 //!
+//! # Data and STAMP's generator
+//!
+//! The initial tables are STAMP's own: the same `-r` (and `--seed 0`, the
+//! default) gives the same ids, units and prices in the same order, drawn
+//! from STAMP's Mersenne Twister in its order. The requests are not: STAMP
+//! splits `-t` among `-c` clients and seeds client `c`'s generator with
+//! `c`, so its requests change with the number of clients; here request
+//! `i` comes from its own generator (`fastrand`, seeded by `(--seed, i)`),
+//! so they are the same at every thread count and the sequential version
+//! replays exactly the transactions the skeleton ran. The requests follow
+//! STAMP's distributions (the action from `-u`, up to `-n` queries, ids
+//! uniform in the first `-q` percent of `1..=-r`).
+//!
 //! # Self-check
 //!
 //! After the run, [`Snapshot::check`]: every entry has `used + free ==
