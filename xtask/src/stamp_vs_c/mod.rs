@@ -86,7 +86,7 @@ struct RunArgs {
     /// Only one side's programs, skelaff's or C's (default: both).
     #[arg(long)]
     only: Option<String>,
-    /// Where STAMP's input files are: DIR/<app>/<file>[.gz] (default: the STAMP tree's <app>/inputs/).
+    /// Where STAMP's input files are: DIR/APP/FILE[.gz] (default: the STAMP tree's APP/inputs/).
     #[arg(long)]
     inputs: Option<PathBuf>,
     /// STAMP's source tree, for its inputs (as for `build`).

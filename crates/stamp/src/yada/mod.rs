@@ -33,7 +33,7 @@
 //! # Sequential version
 //!
 //! The same refinement step over the uninstrumented
-//! [`UninstrumentedTx`](crate::plain::UninstrumentedTx), taking units in STAMP's order (its
+//! [`UninstrumentedTx`], taking units in STAMP's order (its
 //! binary heap, encroaching elements first): on STAMP's inputs its final
 //! mesh has exactly the size STAMP's C program prints (`-a20 -i 633.2`:
 //! 2 678 elements; `-a15 -i ttimeu10000.2`: 30 158; `-a15 -i

@@ -4,7 +4,7 @@
 //! triangles around the point (`TMretriangulate`).
 //!
 //! The same code runs in the skeleton's transactions, in a helper
-//! thread's shadow and, over [`UninstrumentedTx`](crate::plain::UninstrumentedTx), in the
+//! thread's shadow and, over [`UninstrumentedTx`], in the
 //! sequential version.
 //!
 //! Two guards STAMP does not have keep the mesh valid where STAMP's would
