@@ -287,7 +287,7 @@ mod tests {
             ("m.node", "4 3 0 0\n", "m.node, line 1: dimension `3`"),
             ("m.node", "4 2 0 0\n0 0 0\n0 1 0\n", "m.node, line 3: vertex 0 is defined a second time"),
             ("m.node", "2 2\n0 0 nan\n1 1 0\n", "m.node, line 2: y `nan` is not a finite number"),
-            ("m.node", "3 2\n0 0 0\n1 1 0\n", "m.node, line 3: the file ends early"),
+            ("m.node", "3 2\n0 0 0\n1 1 0\n", "m.node, line 4: the file ends early"),
             ("m.poly", "0 2 0 1\n1 1\n1 0 9 1\n", "m.poly, line 3: vertex 9 is not in the .node file"),
             ("m.poly", "3 2 0 1\n", "m.poly, line 1: the .poly file lists 3 vertices"),
             ("m.ele", "1 3 0\n1 0 1\n", "m.ele, line 2: 3 field(s)"),
