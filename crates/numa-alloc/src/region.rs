@@ -12,7 +12,10 @@ use crate::topology::{self, Topology};
 /// Which pages back a region.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum HugePages {
-    /// Base pages only.
+    /// Base pages only, also where the system's transparent huge pages are
+    /// `always` on: the region is advised with `MADV_NOHUGEPAGE`, so a policy
+    /// that places page by page (interleave) is not undone by a huge page
+    /// that lands on one node.
     #[default]
     Off,
     /// Transparent huge pages: the region is aligned to the THP size and
@@ -293,9 +296,21 @@ impl NumaRegion {
             })?
         };
         let mut region = NumaRegion { ptr, len, mapped, page_size, options };
-        if options.huge == HugePages::Transparent {
-            // SAFETY: the range is our own fresh mapping; MADV_HUGEPAGE keeps contents.
-            unsafe { sys::madvise(ptr.as_ptr(), mapped, libc::MADV_HUGEPAGE) }?;
+        match options.huge {
+            HugePages::Transparent => {
+                // SAFETY: the range is our own fresh mapping; MADV_HUGEPAGE keeps contents.
+                unsafe { sys::madvise(ptr.as_ptr(), mapped, libc::MADV_HUGEPAGE) }?;
+            }
+            HugePages::Off => {
+                // SAFETY: as above; MADV_NOHUGEPAGE keeps contents too. A
+                // kernel built without transparent huge pages refuses the
+                // advice with EINVAL: it has no huge pages to keep out.
+                match unsafe { sys::madvise(ptr.as_ptr(), mapped, sys::MADV_NOHUGEPAGE) } {
+                    Err(e) if e.errno() == libc::EINVAL => {}
+                    r => r?,
+                }
+            }
+            HugePages::Explicit(_) => {}
         }
         options.policy.apply(topo, ptr.as_ptr(), mapped, Apply::Fresh)?;
         if options.prefault || matches!(options.huge, HugePages::Explicit(_)) {
