@@ -175,7 +175,8 @@ impl AccessProfile {
         let thin = |v: Vec<Access>, own: u32| -> (Vec<Access>, u64) {
             let step = (period / own.max(1)).max(1) as usize;
             let len = v.len();
-            let kept: Vec<Access> = v.into_iter().enumerate().filter(|(i, _)| (i + 1) % step == 0).map(|(_, x)| x).collect();
+            let kept: Vec<Access> =
+                v.into_iter().enumerate().filter(|(i, _)| (i + 1) % step == 0).map(|(_, x)| x).collect();
             let lost = (len - kept.len()) as u64;
             (kept, lost)
         };
