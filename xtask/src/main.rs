@@ -8,6 +8,9 @@
 //! and `2x1+1` (two nodes with one CPU each and a third with memory only).
 //! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
 //! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
+//! `--stamp-sweep` runs all five STAMP applications in the locality test
+//! (two by default); `--only TEST` runs only the test targets whose name
+//! contains TEST (e.g. `--only stamp_locality`).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -30,7 +33,10 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("numa-vm") => numa_vm(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS]");
+            println!(
+                "usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS] \
+                 [--stamp-sweep] [--only TEST]"
+            );
             Ok(())
         }
         Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm")),
@@ -49,6 +55,10 @@ fn numa_vm(args: &[String]) -> Result<()> {
     // The paper machine (with its distances) of each topology, if it is one.
     let mut paper_machines = Vec::new();
     let mut timeout = Duration::from_secs(900);
+    // All five STAMP applications in the locality test, not two.
+    let mut stamp_sweep = false;
+    // Run only the test targets whose name contains one of these.
+    let mut only: Vec<String> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -71,7 +81,13 @@ fn numa_vm(args: &[String]) -> Result<()> {
                 timeout =
                     Duration::from_secs(v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?);
             }
-            other => return Err(format!("unknown argument `{other}`; expected --topology SPEC or --timeout SECS")),
+            "--stamp-sweep" => stamp_sweep = true,
+            "--only" => only.push(it.next().ok_or("--only needs part of a test's name, e.g. stamp_locality")?.clone()),
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep or --only TEST"
+                ));
+            }
         }
     }
     if topologies.is_empty() {
@@ -99,14 +115,21 @@ fn numa_vm(args: &[String]) -> Result<()> {
         .ok_or("busybox is not installed; run `scripts/setup` or `apt-get install busybox-static`")?;
 
     let kernel = kernel(&work)?;
-    let tests = build_tests(&root)?;
+    let mut tests = build_tests(&root)?;
+    if !only.is_empty() {
+        let all: Vec<String> = tests.iter().map(|(n, _)| n.clone()).collect();
+        tests.retain(|(name, _)| only.iter().any(|o| name.contains(o.as_str())));
+        if tests.is_empty() {
+            return Err(format!("--only {}: no such test; the tests are: {}", only.join(", "), all.join(", ")));
+        }
+    }
     let initramfs = make_initramfs(&work, &busybox, &tests)?;
 
     let mut failed = Vec::new();
     for (spec, machine) in topologies.iter().zip(&paper_machines) {
         let start = Instant::now();
         let mut locality = Vec::new();
-        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), timeout, &mut locality);
+        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), stamp_sweep, timeout, &mut locality);
         let name = machine.as_ref().map_or_else(|| spec.to_string(), |m| m.name().to_owned());
         if let Some(path) = machines::save_locality(&work, &name, &locality)? {
             println!("numa-vm {name}: {} locality runs in {}", locality.len(), path.display());
@@ -288,6 +311,7 @@ fn boot(
     initramfs: &Path,
     spec: &GuestSpec,
     machine: Option<&skelaff_locality::Machine>,
+    stamp_sweep: bool,
     timeout: Duration,
     locality: &mut Vec<String>,
 ) -> Result<()> {
@@ -315,6 +339,9 @@ fn boot(
     if let Some(m) = machine {
         cmd.args(machines::dist_args(m));
         append.push_str(&format!(" skelaff.machine={}", m.name()));
+    }
+    if stamp_sweep {
+        append.push_str(" skelaff.locality_sweep=all");
     }
     cmd.arg("-kernel").arg(kernel).arg("-initrd").arg(initramfs);
     cmd.args(["-append", &append]);
