@@ -233,3 +233,50 @@ fn intended_nodes(profile: &Profile) -> BTreeMap<u64, u16> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(period: u32, capacity: usize, times: &[u64]) -> AccessProfile {
+        let mut h = ProfileHeader::new("2x1".parse().unwrap(), "t", "bind", 2);
+        h.sampling = Sampling { period, capacity };
+        h.seen = times.len() as u64 * u64::from(period);
+        let a = times.iter().map(|&t| Access::read(t, (t % 2) as u16, 0, t)).collect();
+        AccessProfile { profile: Profile::new(h, a).unwrap(), intended: BTreeMap::new(), attribution_error: None }
+    }
+
+    #[test]
+    fn merge_shifts_later_times_and_sums_counts() {
+        let mut a = profile(4, 100, &[1, 2, 3]);
+        a.merge(profile(4, 100, &[1, 2]), Duration::from_nanos(10));
+        let times: Vec<u64> = a.profile.accesses().iter().map(|x| x.time_ns).collect();
+        assert_eq!(times, [1, 2, 3, 11, 12]);
+        assert_eq!((a.profile.header().seen, a.profile.header().sampling.period), (20, 4));
+    }
+
+    #[test]
+    fn merge_thins_to_the_larger_period() {
+        let mut a = profile(2, 100, &[1, 2, 3, 4]);
+        a.merge(profile(8, 100, &[1]), Duration::from_nanos(100));
+        // Period 2 -> 8: every fourth of the first profile's samples stays.
+        let times: Vec<u64> = a.profile.accesses().iter().map(|x| x.time_ns).collect();
+        assert_eq!(times, [4, 101]);
+        assert_eq!(a.profile.header().sampling.period, 8);
+        assert_eq!(a.profile.header().discarded, 3);
+    }
+
+    #[test]
+    fn merged_runs_stay_bounded() {
+        // Capacity 2 per thread, 2 threads: at most 4 samples whatever the runs.
+        let mut a = profile(1, 2, &[1, 2, 3, 4]);
+        for i in 1..=10u64 {
+            a.merge(profile(1, 2, &[1, 2, 3, 4]), Duration::from_nanos(10 * i));
+            assert!(a.profile.accesses().len() <= 4, "{} samples", a.profile.accesses().len());
+        }
+        let h = a.profile.header();
+        assert_eq!(h.seen, 44);
+        // What is kept stands for the accesses seen: samples x period + discarded stays whole.
+        assert!(h.sampling.period >= 8, "period {}", h.sampling.period);
+    }
+}
