@@ -71,10 +71,8 @@ fn main() -> ExitCode {
         }
     };
     let threads = topo.nodes_with_cpus().iter().map(|n| topo.node(n).map_or(0, |n| n.cpus.len())).sum::<usize>();
-    let apps: Vec<Entry> = skelaff_stamp::registry()
-        .into_iter()
-        .filter(|e| sweep || DEFAULT_APPS.contains(&e.name))
-        .collect();
+    let apps: Vec<Entry> =
+        skelaff_stamp::registry().into_iter().filter(|e| sweep || DEFAULT_APPS.contains(&e.name)).collect();
     // Pages checked against their policy's node, per policy, over the apps.
     let mut checked: BTreeMap<String, usize> = BTreeMap::new();
     for app in &apps {
@@ -138,10 +136,7 @@ fn run(app: &Entry, policy: PagePolicy, threads: usize, machine: &Machine) -> Re
     if let Err(why) = &outcome.check {
         return Err(format!("self-check failed: {why}"));
     }
-    let ap = outcome
-        .report
-        .and_then(|r| r.access_profile)
-        .ok_or("the run recorded no access profile")?;
+    let ap = outcome.report.and_then(|r| r.access_profile).ok_or("the run recorded no access profile")?;
     if let Some(e) = &ap.attribution_error {
         return Err(format!("the kernel could not say where the pages are: {e}"));
     }
@@ -163,7 +158,10 @@ fn run(app: &Entry, policy: PagePolicy, threads: usize, machine: &Machine) -> Re
         p.pages().len()
     );
     if f.unattributed * 20 > f.accesses.max(1) {
-        return Err(format!("{} of {} sampled accesses have no node (pages not resident?)", f.unattributed, f.accesses));
+        return Err(format!(
+            "{} of {} sampled accesses have no node (pages not resident?)",
+            f.unattributed, f.accesses
+        ));
     }
     Ok((p, ap))
 }

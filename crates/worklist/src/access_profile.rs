@@ -52,12 +52,16 @@ impl WorkerSampler {
     }
 
     /// Moves the samples of the unit just committed into the recorder,
-    /// stamped `at` (time since the run's start) and converted to pages.
-    pub(crate) fn drain(&mut self, at: Duration, page_size: usize) {
+    /// stamped `at()` (time since the run's start; read only when there are
+    /// samples) and converted to pages.
+    pub(crate) fn drain(&mut self, at: impl FnOnce() -> Duration, page_size: usize) {
         let Ok(s) = sampler::take() else { return };
         self.seen += s.seen;
         self.dropped += s.dropped;
-        let t = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX);
+        if s.accesses.is_empty() {
+            return;
+        }
+        let t = u64::try_from(at().as_nanos()).unwrap_or(u64::MAX);
         for a in s.accesses {
             let page = (a.addr / page_size) as u64;
             let access = match a.kind {
@@ -69,7 +73,7 @@ impl WorkerSampler {
     }
 
     /// Switches the sampler off; the last samples are drained first.
-    pub(crate) fn stop(mut self, at: Duration, page_size: usize) -> FinishedSampler {
+    pub(crate) fn stop(mut self, at: impl FnOnce() -> Duration, page_size: usize) -> FinishedSampler {
         self.drain(at, page_size);
         let _ = sampler::disable();
         FinishedSampler { recorder: self.recorder, seen: self.seen, dropped: self.dropped }

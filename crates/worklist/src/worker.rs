@@ -149,7 +149,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                 assist.committed(channel, &mut side);
             }
             if let Some(s) = &mut sampler {
-                s.drain(state.start.elapsed(), state.page_size);
+                s.drain(|| state.start.elapsed(), state.page_size);
             }
             units += 1;
             let n = ctx.units.len();
@@ -189,7 +189,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
         atomically_with(&state.stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
     }
     if let Some(s) = sampler {
-        let finished = s.stop(state.start.elapsed(), state.page_size);
+        let finished = s.stop(|| state.start.elapsed(), state.page_size);
         state.samplers.lock().push(finished);
     }
     assist.worker_end(channel, side);
