@@ -9,6 +9,10 @@
 //! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
 //! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
 //!
+//! `--stamp-sweep` runs all five STAMP applications in the locality test
+//! (two by default); `--only TEST` runs only the test targets whose name
+//! contains TEST (e.g. `--only stamp_locality`).
+//!
 //! `cargo xtask stamp-vs-c [build|run|all|table] ...` measures every STAMP
 //! application side by side with STAMP's own C programs, sequential and on
 //! TinySTM (see the `stamp_vs_c` module).
@@ -37,7 +41,10 @@ fn main() -> ExitCode {
         Some("numa-vm") => numa_vm(&args[1..]),
         Some("stamp-vs-c") => stamp_vs_c::main(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS]");
+            println!(
+                "usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS] \
+                 [--stamp-sweep] [--only TEST]"
+            );
             println!("       cargo xtask stamp-vs-c build|run|all|table [--help for its options]");
             Ok(())
         }
@@ -57,6 +64,10 @@ fn numa_vm(args: &[String]) -> Result<()> {
     // The paper machine (with its distances) of each topology, if it is one.
     let mut paper_machines = Vec::new();
     let mut timeout = Duration::from_secs(900);
+    // All five STAMP applications in the locality test, not two.
+    let mut stamp_sweep = false;
+    // Run only the test targets whose name contains one of these.
+    let mut only: Vec<String> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -79,7 +90,13 @@ fn numa_vm(args: &[String]) -> Result<()> {
                 timeout =
                     Duration::from_secs(v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?);
             }
-            other => return Err(format!("unknown argument `{other}`; expected --topology SPEC or --timeout SECS")),
+            "--stamp-sweep" => stamp_sweep = true,
+            "--only" => only.push(it.next().ok_or("--only needs part of a test's name, e.g. stamp_locality")?.clone()),
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep or --only TEST"
+                ));
+            }
         }
     }
     if topologies.is_empty() {
@@ -107,14 +124,21 @@ fn numa_vm(args: &[String]) -> Result<()> {
         .ok_or("busybox is not installed; run `scripts/setup` or `apt-get install busybox-static`")?;
 
     let kernel = kernel(&work)?;
-    let tests = build_tests(&root)?;
+    let mut tests = build_tests(&root)?;
+    if !only.is_empty() {
+        let all: Vec<String> = tests.iter().map(|(n, _)| n.clone()).collect();
+        tests.retain(|(name, _)| only.iter().any(|o| name.contains(o.as_str())));
+        if tests.is_empty() {
+            return Err(format!("--only {}: no such test; the tests are: {}", only.join(", "), all.join(", ")));
+        }
+    }
     let initramfs = make_initramfs(&work, &busybox, &tests)?;
 
     let mut failed = Vec::new();
     for (spec, machine) in topologies.iter().zip(&paper_machines) {
         let start = Instant::now();
         let mut locality = Vec::new();
-        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), timeout, &mut locality);
+        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), stamp_sweep, timeout, &mut locality);
         let name = machine.as_ref().map_or_else(|| spec.to_string(), |m| m.name().to_owned());
         if let Some(path) = machines::save_locality(&work, &name, &locality)? {
             println!("numa-vm {name}: {} locality runs in {}", locality.len(), path.display());
@@ -296,6 +320,7 @@ fn boot(
     initramfs: &Path,
     spec: &GuestSpec,
     machine: Option<&skelaff_locality::Machine>,
+    stamp_sweep: bool,
     timeout: Duration,
     locality: &mut Vec<String>,
 ) -> Result<()> {
@@ -323,6 +348,9 @@ fn boot(
     if let Some(m) = machine {
         cmd.args(machines::dist_args(m));
         append.push_str(&format!(" skelaff.machine={}", m.name()));
+    }
+    if stamp_sweep {
+        append.push_str(" skelaff.locality_sweep=all");
     }
     cmd.arg("-kernel").arg(kernel).arg("-initrd").arg(initramfs);
     cmd.args(["-append", &append]);

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use skelaff_locality::Sampling;
 use skelaff_stm::ContentionManager;
 use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
@@ -106,6 +107,7 @@ pub struct Builder {
     pub(crate) distribution: Distribution,
     pub(crate) shuffle: Option<u64>,
     pub(crate) stm: skelaff_stm::Config,
+    pub(crate) access_profile: Option<Sampling>,
 }
 
 impl Default for Builder {
@@ -126,6 +128,7 @@ impl Builder {
             distribution: Distribution::PerNode,
             shuffle: None,
             stm: skelaff_stm::Config::DEFAULT,
+            access_profile: None,
         }
     }
 
@@ -185,6 +188,17 @@ impl Builder {
         self
     }
 
+    /// Records a sampled page-access profile of the run (default none):
+    /// every `period`-th transactional access of each worker, at most
+    /// `capacity` samples per worker (thinned evenly beyond), attributed to
+    /// the pages' nodes at the end; it is in
+    /// [`RunReport::access_profile`](crate::RunReport::access_profile). See
+    /// [`AccessProfile`](crate::AccessProfile) for what it misses.
+    pub fn access_profile(mut self, sampling: Option<Sampling>) -> Self {
+        self.access_profile = sampling;
+        self
+    }
+
     /// The worklist for `skeleton` over `shared`.
     ///
     /// # Errors
@@ -193,6 +207,9 @@ impl Builder {
     pub fn build<'a, S: Skeleton>(self, skeleton: &'a S, shared: &'a S::Shared) -> Result<Worklist<'a, S>, Error> {
         if self.threads == 0 {
             return Err(Error::ZeroThreads);
+        }
+        if let Some(s) = self.access_profile {
+            skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
         }
         // The STM's one-time set-up belongs before `run`, not in it.
         skelaff_stm::startup();

@@ -39,6 +39,10 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
+    /// The access profile asked for could not be made (a zero sampling
+    /// period or capacity, or a machine the profile cannot describe).
+    #[error("access profile: {0}")]
+    Profile(String),
     /// The OS refused to start a worker thread (thread or memory limits);
     /// the workers already started were stopped.
     #[error("worker {worker}'s thread could not start: {source}; the run was stopped")]

@@ -23,12 +23,13 @@
 //! [`TopologyPlacement`], follows the topology).
 //!
 //! The modules, each with one job: `config` (the settings and the
-//! builder), `error`, `placement` (where threads run), `page_policy` (which
+//! builder), `access_profile` (a run's sampled page accesses), `error`, `placement` (where threads run), `page_policy` (which
 //! policy a worker has and how it takes effect), `pool` (the units and
 //! termination), `skeleton` (what a program implements), `assist` (the
 //! helper hook), `worker` (one worker's loop), `run` (a run from layout to
 //! report), `report` (what a run did, its decisions and helper figures).
 
+mod access_profile;
 mod assist;
 mod config;
 mod error;
@@ -40,6 +41,7 @@ mod run;
 mod skeleton;
 mod worker;
 
+pub use access_profile::AccessProfile;
 pub use assist::{Assist, NoAssist};
 pub use config::{Builder, Helpers, PagePolicy, ThreadMapping};
 pub use error::Error;

@@ -11,6 +11,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use skelaff_numa_alloc::{Topology, pin};
 
+use crate::access_profile::AccessProfile;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
 use crate::error::Error;
@@ -140,6 +141,8 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             generating: AtomicBool::new(false),
             decisions: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
+            access_profile: cfg.access_profile,
+            samplers: Mutex::new(Vec::new()),
         };
         state.pool.seed(seeds);
         decide_layout(&state, cfg, &layout);
@@ -216,7 +219,19 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                 }
             }
         }
+        // Attributed now, while the skeleton's data is still alive.
+        let access_profile = match cfg.access_profile {
+            Some(sampling) => {
+                let finished = std::mem::take(&mut *state.samplers.lock());
+                Some(
+                    AccessProfile::build(sampling, topo, &cfg.policy.to_string(), threads, finished)
+                        .map_err(Error::Profile)?,
+                )
+            }
+            None => None,
+        };
         Ok(RunReport {
+            access_profile,
             wall,
             units: workers.iter().map(|w| w.units).sum(),
             threads,

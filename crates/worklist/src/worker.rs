@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 use parking_lot::Mutex;
+use skelaff_locality::Sampling;
 use skelaff_numa_alloc::{NodeSet, Policy};
 use skelaff_stm::{Stats, atomically_with};
 
+use crate::access_profile::{FinishedSampler, WorkerSampler};
 use crate::assist::Assist;
 use crate::config::PagePolicy;
 use crate::page_policy;
@@ -32,6 +34,10 @@ pub(crate) struct RunState<'a, S: Skeleton> {
     pub(crate) decisions: Mutex<Vec<DecisionAt>>,
     /// The first failure of a worker: (worker, message).
     pub(crate) failure: Mutex<Option<(Option<usize>, String)>>,
+    /// Sample each worker's accesses this way (`None`: no profile).
+    pub(crate) access_profile: Option<Sampling>,
+    /// The workers' recorders, as each stops.
+    pub(crate) samplers: Mutex<Vec<FinishedSampler>>,
 }
 
 impl<S: Skeleton> RunState<'_, S> {
@@ -86,6 +92,16 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
     let _ = Stats::take_thread();
     let mut user = state.skeleton.init_worker(state.shared, &info);
     let mut ctx = ProcessCtx::new(info);
+    let mut sampler = match state.access_profile {
+        Some(s) => match WorkerSampler::start(s, info.index, page_policy::bind_node(&info)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                state.fail(Some(info.index), e);
+                None
+            }
+        },
+        None => None,
+    };
     let mut units = 0u64;
     let mut idle = Duration::ZERO;
     let begin = Instant::now();
@@ -132,6 +148,9 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
             if assisted {
                 assist.committed(channel, &mut side);
             }
+            if let Some(s) = &mut sampler {
+                s.drain(|| state.start.elapsed(), state.page_size);
+            }
             units += 1;
             let n = ctx.units.len();
             if n > 0 {
@@ -168,6 +187,10 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
     let total = begin.elapsed();
     if !state.signal.stopped() {
         atomically_with(&state.stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
+    }
+    if let Some(s) = sampler {
+        let finished = s.stop(|| state.start.elapsed(), state.page_size);
+        state.samplers.lock().push(finished);
     }
     assist.worker_end(channel, side);
     state.skeleton.destroy_worker(user, state.shared);

@@ -12,7 +12,7 @@ use skelaff_numa_alloc::alloc::NumaAlloc;
 use skelaff_numa_alloc::{Placement, Topology, pin};
 use skelaff_stm::{TxError, TxOps};
 use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
-use skelaff_worklist::{Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo, Worklist};
+use skelaff_worklist::{Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo};
 
 #[global_allocator]
 static ALLOC: NumaAlloc = NumaAlloc::new();

@@ -17,15 +17,27 @@ pub(crate) struct LocalityArgs {
     json: bool,
 }
 
-/// Options of `skelaff footprint`.
-#[derive(Debug, clap::Args)]
+/// Options of `skelaff footprint`: `skelaff footprint APP [APP flags]
+/// --threads N --out DIR` runs the application with a profile and plots it;
+/// `skelaff footprint --profile FILE --out DIR` plots a recorded profile.
+#[derive(Clone, Debug, clap::Args)]
 pub(crate) struct FootprintArgs {
-    /// A profile file recorded by a run (`*.prof`).
+    /// A profile file recorded by a run (`*.prof`), instead of running APP.
+    #[arg(long, conflicts_with = "app")]
+    profile: Option<PathBuf>,
+    /// The directory for footprint.csv, sharing.csv and footprint.svg (and
+    /// profile.prof when APP runs).
     #[arg(long)]
-    profile: PathBuf,
-    /// The directory for footprint.csv, sharing.csv and footprint.svg.
-    #[arg(long)]
-    out: PathBuf,
+    out: Option<PathBuf>,
+    /// Worker threads of APP's run (default: its own default).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+    /// The application to run (vacation, kmeans, intruder, genome, labyrinth).
+    app: Option<String>,
+    /// Its flags, e.g. `--policy bind --sample-period 16` (this command's
+    /// own --threads, --out, --bins and --json may come among them).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
     /// Time bins of the footprint.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     bins: u32,
@@ -81,19 +93,85 @@ pub(crate) fn locality(args: &LocalityArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Takes this command's own options out of the application's flags (they
+/// may follow APP, where clap hands them over with the rest).
+fn own_options(args: &mut FootprintArgs) -> Result<(), String> {
+    let mut rest = Vec::new();
+    let mut it = std::mem::take(&mut args.args).into_iter();
+    while let Some(a) = it.next() {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (a.clone(), None),
+        };
+        let mut value = |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs {what}"));
+        match name.as_str() {
+            "--threads" => {
+                let v = value("a thread count")?;
+                args.threads = Some(
+                    v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--threads `{v}`: expected 1 or more"))?,
+                );
+            }
+            "--out" => args.out = Some(PathBuf::from(value("a directory")?)),
+            "--bins" => {
+                let v = value("a number of bins")?;
+                args.bins = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=100_000).contains(n))
+                    .ok_or_else(|| format!("--bins `{v}`: expected 1 to 100000"))?;
+            }
+            "--json" => args.json = true,
+            _ => rest.push(a),
+        }
+    }
+    args.args = rest;
+    Ok(())
+}
+
+/// Runs `app` with its flags and a profile into `out/profile.prof`.
+fn record(app: &str, args: &FootprintArgs, out: &Path) -> Result<PathBuf, String> {
+    let entry = skelaff::stamp::find(app).ok_or_else(|| {
+        let names: Vec<&str> = skelaff::stamp::registry().iter().map(|e| e.name).collect();
+        format!("unknown application `{app}`; the applications are: {}", names.join(", "))
+    })?;
+    if args.args.iter().any(|a| a == "--profile" || a.starts_with("--profile=")) {
+        return Err("the profile goes to OUT/profile.prof; give --profile only without APP".to_owned());
+    }
+    let path = out.join("profile.prof");
+    let mut argv = vec![format!("skelaff footprint {app}")];
+    argv.extend(args.args.iter().cloned());
+    argv.extend(["--profile".to_owned(), path.display().to_string()]);
+    let code = match args.threads {
+        Some(t) => (entry.main_with_threads)(argv, usize::from(t)),
+        None => (entry.main)(argv),
+    };
+    if code != std::process::ExitCode::SUCCESS {
+        return Err(format!("the {app} run failed; no footprint"));
+    }
+    Ok(path)
+}
+
 pub(crate) fn footprint(args: &FootprintArgs) -> Result<(), String> {
-    let p = Profile::load(&args.profile).map_err(|e| e.to_string())?;
+    let mut args = args.clone();
+    own_options(&mut args)?;
+    let out = args.out.clone().ok_or("--out DIR is required (where the CSV and SVG go)")?;
+    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let profile = match (&args.app, &args.profile) {
+        (Some(app), _) => record(app, &args, &out)?,
+        (None, Some(p)) => p.clone(),
+        (None, None) => return Err("name an application (APP [flags]) or a recorded --profile FILE".to_owned()),
+    };
+    let p = Profile::load(&profile).map_err(|e| e.to_string())?;
     let f = Footprint::new(&p, args.bins);
-    fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let open = |name: &str| {
-        let path = args.out.join(name);
+        let path = out.join(name);
         fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))
     };
     f.write_cells_csv(open("footprint.csv")?).map_err(|e| e.to_string())?;
     f.write_sharing_csv(open("sharing.csv")?).map_err(|e| e.to_string())?;
-    f.plot_svg(&args.out.join("footprint.svg")).map_err(|e| e.to_string())?;
+    f.plot_svg(&out.join("footprint.svg")).map_err(|e| e.to_string())?;
     print!("{f}");
-    println!("wrote footprint.csv, sharing.csv and footprint.svg in {}", args.out.display());
+    println!("wrote footprint.csv, sharing.csv and footprint.svg in {}", out.display());
     if args.json {
         println!(
             "{}",

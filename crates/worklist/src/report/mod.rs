@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use skelaff_stm::{AbortReason, Stats};
 
+use crate::access_profile::AccessProfile;
 use crate::config::PagePolicy;
 use crate::pool::Distribution;
 
@@ -62,6 +63,9 @@ pub struct RunReport {
     pub decisions: Vec<DecisionAt>,
     /// Helper-thread figures.
     pub helpers: HelpersReport,
+    /// The sampled page-access profile, when the builder asked for one
+    /// ([`Builder::access_profile`](crate::Builder::access_profile)).
+    pub access_profile: Option<AccessProfile>,
 }
 
 impl RunReport {
@@ -103,6 +107,12 @@ impl RunReport {
     /// # Ok::<(), skelaff_worklist::Error>(())
     /// ```
     pub fn merge(&mut self, later: RunReport) {
+        if let Some(l) = later.access_profile {
+            match &mut self.access_profile {
+                Some(p) => p.merge(l, self.wall),
+                None => self.access_profile = Some(l),
+            }
+        }
         self.wall += later.wall;
         self.units += later.units;
         for w in later.workers {

@@ -1,0 +1,193 @@
+//! The STAMP applications' locality, measured in the emulated NUMA machine
+//! (`cargo xtask numa-vm`).
+//!
+//! Each application runs its small input with one worker per CPU under
+//! every page policy (first-touch, bind, cyclic, interleave, SkelAff auto)
+//! with a sampled access profile (the STM's sampler, see
+//! `skelaff_worklist::AccessProfile`), attributed with `move_pages` at the
+//! end of the run. Each run prints `SKELAFF-LOCALITY {json}` (a
+//! `RunLocality`; the first-touch run also carries the NUCA study's schemes
+//! modelled from its profile) for `skelaff locality`.
+//!
+//! Checks that can fail: the application's self-check; every sampled page
+//! has a node; every sampled page whose allocator chunk's policy names a
+//! node (bind to the worker's node, cyclic, interleave) is on that node in
+//! the kernel's answer (so a policy that did not take effect, or a wrong
+//! attribution, fails), and the same check fails on the bind run's profile
+//! with every page's node shifted by one; and, summed over the
+//! applications, the check is not vacuous for the policies that name nodes.
+//!
+//! By default two applications run (vacation and intruder); with
+//! `skelaff.locality_sweep=all` on the kernel command line (`cargo xtask
+//! numa-vm --stamp-sweep`) all five do.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use skelaff_locality::{CostModel, Machine, MigrationRule, Profile, RunLocality, Sampling, Scheme};
+use skelaff_numa_alloc::Topology;
+use skelaff_numa_alloc::alloc::NumaAlloc;
+use skelaff_stamp::{CommonArgs, Entry};
+use skelaff_testkit::{GuestSpec, Suite};
+use skelaff_worklist::{AccessProfile, PagePolicy};
+
+/// Worker policies follow the allocator, as in `skelaff run`.
+#[global_allocator]
+static ALLOC: NumaAlloc = NumaAlloc::new();
+
+/// The applications of the default (short) run.
+const DEFAULT_APPS: [&str; 2] = ["vacation", "intruder"];
+/// The policies of every application's table.
+const POLICIES: [PagePolicy; 5] =
+    [PagePolicy::FirstTouch, PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave, PagePolicy::Auto];
+/// The small inputs make few transactional accesses: sample one in 4.
+const SAMPLING: Sampling = Sampling { period: 4, capacity: 1 << 15 };
+/// Share of node-naming pages that must be where their policy says (a few
+/// may sit in a chunk the kernel could not bind and the allocator fell back).
+const PLACED: f64 = 0.95;
+
+fn main() -> ExitCode {
+    let Some(spec) = GuestSpec::from_cmdline() else {
+        eprintln!("numa_vm_stamp_locality: not inside the emulated machine; run `cargo xtask numa-vm`");
+        return ExitCode::FAILURE;
+    };
+    let topo = match Topology::get() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("numa_vm_stamp_locality: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let param = |key: &str| cmdline.split_whitespace().find_map(|w| w.strip_prefix(key).map(str::to_owned));
+    let sweep = param("skelaff.locality_sweep=").is_some_and(|v| v == "all");
+    let name = param("skelaff.machine=").unwrap_or_else(|| spec.to_string());
+    let mut s = Suite::new(&format!("STAMP locality on {spec}"));
+    let machine = match Machine::from_topology(name, topo) {
+        Ok(m) => m,
+        Err(e) => {
+            s.check("the machine's topology", || Err(e.to_string()));
+            return s.finish();
+        }
+    };
+    let threads = topo.nodes_with_cpus().iter().map(|n| topo.node(n).map_or(0, |n| n.cpus.len())).sum::<usize>();
+    let apps: Vec<Entry> =
+        skelaff_stamp::registry().into_iter().filter(|e| sweep || DEFAULT_APPS.contains(&e.name)).collect();
+    // Pages checked against their policy's node, per policy, over the apps.
+    let mut checked: BTreeMap<String, usize> = BTreeMap::new();
+    for app in &apps {
+        let mut bind_run = None;
+        for policy in POLICIES {
+            s.check(&format!("{} under {policy}: placed as the policy says", app.name), || {
+                let (p, ap) = run(app, policy, threads, &machine)?;
+                let n = check_placement(&p, &ap)?;
+                *checked.entry(policy.to_string()).or_default() += n;
+                if policy == PagePolicy::Bind {
+                    bind_run = Some((p, ap));
+                }
+                Ok(())
+            });
+        }
+        s.check(&format!("{}: the placement check fails with every page's node shifted", app.name), || {
+            let (p, ap) = bind_run.take().ok_or("the bind run did not produce a profile")?;
+            if ap.intended.is_empty() || machine.nodes() < 2 {
+                println!("     (nothing to shift: no node-naming page, or one node)");
+                return Ok(());
+            }
+            let (header, accesses) = p.into_parts();
+            let shift = |n: u16| (n + 1) % machine.nodes() as u16;
+            let wrong = accesses.into_iter().map(|a| skelaff_locality::Access { home: a.home.map(shift), ..a });
+            let wrong = Profile::new(header, wrong.collect()).map_err(|e| e.to_string())?;
+            match check_placement(&wrong, &ap) {
+                Err(why) => {
+                    println!("     (as it should: {why})");
+                    Ok(())
+                }
+                Ok(_) => Err("a profile with every page on the wrong node passed the placement check".into()),
+            }
+        });
+    }
+    s.check("the placement check was not vacuous for bind, cyclic and interleave", || {
+        for policy in [PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave] {
+            let n = checked.get(&policy.to_string()).copied().unwrap_or(0);
+            println!("     {policy}: {n} sampled pages checked against the node their policy names");
+            if n == 0 {
+                return Err(format!("no sampled page under {policy} lay in a chunk whose policy names a node"));
+            }
+        }
+        Ok(())
+    });
+    s.finish()
+}
+
+/// Runs `app`'s small input under `policy` with a profile; prints its
+/// `SKELAFF-LOCALITY` line. Returns the profile (on `machine`, named after
+/// the app) and the allocator's intended nodes.
+fn run(app: &Entry, policy: PagePolicy, threads: usize, machine: &Machine) -> Result<(Profile, AccessProfile), String> {
+    let common = CommonArgs {
+        policy,
+        // `run_small` writes no file; the path only switches the profile on.
+        profile: Some("/tmp/unused.prof".into()),
+        sample_period: SAMPLING.period,
+        sample_capacity: SAMPLING.capacity,
+        ..CommonArgs::default()
+    };
+    let outcome = (app.run_small)(threads, &common).map_err(|e| e.to_string())?;
+    if let Err(why) = &outcome.check {
+        return Err(format!("self-check failed: {why}"));
+    }
+    let ap = outcome.report.and_then(|r| r.access_profile).ok_or("the run recorded no access profile")?;
+    if let Some(e) = &ap.attribution_error {
+        return Err(format!("the kernel could not say where the pages are: {e}"));
+    }
+    let (mut header, accesses) = ap.profile.clone().into_parts();
+    header.machine = machine.clone();
+    header.app = app.name.to_owned();
+    header.placement = policy.to_string();
+    let p = Profile::new(header, accesses).map_err(|e| e.to_string())?;
+    // The NUCA study's schemes, modelled from the first-touch run's profile.
+    let schemes: Vec<Scheme> = if policy == PagePolicy::FirstTouch { Scheme::all().collect() } else { Vec::new() };
+    let model = CostModel::default();
+    let line = RunLocality::from_profile(&p, &schemes, &MigrationRule::default(), &model).map_err(|e| e.to_string())?;
+    println!("SKELAFF-LOCALITY {}", serde_json::to_string(&line).map_err(|e| e.to_string())?);
+    let f = p.measured(&model).map_err(|e| e.to_string())?;
+    println!(
+        "     {} samples (1 in {}), {} pages: {f}",
+        p.accesses().len(),
+        p.header().sampling.period,
+        p.pages().len()
+    );
+    if f.unattributed * 20 > f.accesses.max(1) {
+        return Err(format!(
+            "{} of {} sampled accesses have no node (pages not resident?)",
+            f.unattributed, f.accesses
+        ));
+    }
+    Ok((p, ap))
+}
+
+/// Every sampled page whose chunk's policy names a node is on that node
+/// (at least [`PLACED`] of them). Returns how many pages were checked.
+fn check_placement(p: &Profile, ap: &AccessProfile) -> Result<usize, String> {
+    let mut home: BTreeMap<u64, Option<u16>> = BTreeMap::new();
+    for a in p.accesses() {
+        home.entry(a.page).or_insert(a.home);
+    }
+    let (mut agree, mut wrong) = (0usize, Vec::new());
+    for (page, &want) in &ap.intended {
+        match home.get(page).copied().flatten() {
+            Some(got) if got == want => agree += 1,
+            got => wrong.push(format!("page {page:#x} on {got:?}, its policy says {want}")),
+        }
+    }
+    let n = agree + wrong.len();
+    println!("     {n} of {} sampled pages in node-naming chunks; {agree} where their policy says", home.len());
+    if (agree as f64) < PLACED * n as f64 {
+        return Err(format!(
+            "{} of {n} pages are not where their policy puts them, e.g. {}",
+            wrong.len(),
+            wrong.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+        ));
+    }
+    Ok(n)
+}

@@ -1,0 +1,286 @@
+//! A run's sampled page-access profile: each worker's STM sampler drained
+//! into a bounded recorder after every unit, the workers' recorders merged
+//! and attributed to the kernel's nodes when the run ends.
+//!
+//! What it sees and misses: the STM's sampler sees every `period`-th
+//! transactional read and write of a worker (the `TVar`'s address); it does
+//! not see non-transactional accesses (the input's generation, code outside
+//! `process`); accesses of attempts that aborted are sampled like the
+//! committed ones. A sample's time is the end of the unit that made it (the
+//! sampler keeps no clock), so times have a unit's resolution. The pages'
+//! nodes are asked of the kernel (`move_pages`) once, at the end of the run,
+//! while the skeleton's data is still alive: right for the page policies,
+//! which never move a page once placed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use skelaff_locality::{Access, Attribution, Machine, Overflow, Profile, ProfileHeader, Recorder, Sampling};
+use skelaff_numa_alloc::Topology;
+use skelaff_stm::sampler;
+
+/// The STM sampler's own buffer: it is drained after every unit, so it only
+/// has to hold one unit's samples.
+const UNIT_SAMPLES: usize = 1 << 16;
+
+/// One worker's share of the profile while it runs.
+pub(crate) struct WorkerSampler {
+    thread: u16,
+    node: u16,
+    recorder: Recorder,
+    /// Transactional accesses the STM saw (sampled or not).
+    seen: u64,
+    /// Samples the STM's buffer could not hold.
+    dropped: u64,
+}
+
+impl WorkerSampler {
+    /// Switches the STM sampler on for this thread (between transactions).
+    pub(crate) fn start(sampling: Sampling, thread: usize, node: usize) -> Result<WorkerSampler, String> {
+        sampler::enable(sampling.period, UNIT_SAMPLES).map_err(|e| format!("starting the access sampler: {e}"))?;
+        let _ = sampler::take();
+        // The STM already keeps one access in `period`; the recorder keeps
+        // every sample it is given until its capacity forces it to thin.
+        let every = Sampling { period: 1, capacity: sampling.capacity };
+        Ok(WorkerSampler {
+            thread: u16::try_from(thread).unwrap_or(u16::MAX),
+            node: u16::try_from(node).unwrap_or(u16::MAX),
+            recorder: Recorder::new(every, Overflow::Thin),
+            seen: 0,
+            dropped: 0,
+        })
+    }
+
+    /// Moves the samples of the unit just committed into the recorder,
+    /// stamped `at()` (time since the run's start; read only when there are
+    /// samples) and converted to pages.
+    pub(crate) fn drain(&mut self, at: impl FnOnce() -> Duration, page_size: usize) {
+        let Ok(s) = sampler::take() else { return };
+        self.seen += s.seen;
+        self.dropped += s.dropped;
+        if s.accesses.is_empty() {
+            return;
+        }
+        let t = u64::try_from(at().as_nanos()).unwrap_or(u64::MAX);
+        for a in s.accesses {
+            let page = (a.addr / page_size) as u64;
+            let access = match a.kind {
+                sampler::AccessKind::Read => Access::read(page, self.thread, self.node, t),
+                sampler::AccessKind::Write => Access::write(page, self.thread, self.node, t),
+            };
+            self.recorder.offer(access);
+        }
+    }
+
+    /// Switches the sampler off; the last samples are drained first.
+    pub(crate) fn stop(mut self, at: impl FnOnce() -> Duration, page_size: usize) -> FinishedSampler {
+        self.drain(at, page_size);
+        let _ = sampler::disable();
+        FinishedSampler { recorder: self.recorder, seen: self.seen, dropped: self.dropped }
+    }
+}
+
+/// A worker's recorder once it stopped.
+pub(crate) struct FinishedSampler {
+    recorder: Recorder,
+    seen: u64,
+    dropped: u64,
+}
+
+/// The sampled accesses of a run (or of several merged runs), with the
+/// node the kernel had each page on at the end of its run and the node the
+/// allocator's policy meant it for.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_locality::Sampling;
+/// use skelaff_stm::{TVar, TxError, TxOps};
+/// use skelaff_worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo};
+///
+/// struct Bump;
+/// impl Skeleton for Bump {
+///     type Unit = usize;
+///     type Shared = Vec<TVar<u64>>;
+///     type PerWorker = ();
+///     fn init_worker(&self, _: &Self::Shared, _: &WorkerInfo) {}
+///     fn process<X: TxOps>(&self, tx: &mut X, u: &usize, _: &mut (), s: &Self::Shared,
+///                          _: &mut ProcessCtx<usize>) -> Result<(), TxError> {
+///         tx.update(&s[*u % s.len()], |x| x + 1)?;
+///         Ok(())
+///     }
+/// }
+/// let shared: Vec<TVar<u64>> = (0..64).map(|_| TVar::new(0)).collect();
+/// let mut w = Builder::new().threads(2).access_profile(Some(Sampling::new(1, 1 << 12)?)).build(&Bump, &shared)?;
+/// w.add_work_units(0..1000);
+/// let report = w.run()?;
+/// let profile = report.access_profile.expect("asked for");
+/// // Each unit reads and writes its TVar: two accesses, every one sampled
+/// // (more if a conflict re-ran a transaction: its accesses count too).
+/// assert!(profile.profile.header().seen >= 2000);
+/// assert_eq!(profile.profile.accesses().len() as u64, profile.profile.header().seen);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccessProfile {
+    /// The accesses, attributed to the pages' nodes when the kernel could
+    /// say (else the header's attribution is `none` and why is in
+    /// [`attribution_error`](AccessProfile::attribution_error)).
+    pub profile: Profile,
+    /// For sampled pages inside `NumaAlloc` chunks whose policy names one
+    /// node for them (bind to a node, cyclic, interleave): that node. The
+    /// kernel's node must agree; a placement check compares them.
+    pub intended: BTreeMap<u64, u16>,
+    /// Why the kernel could not be asked for the pages' nodes, if it could not.
+    pub attribution_error: Option<String>,
+}
+
+impl AccessProfile {
+    /// The profile of one run from its workers' recorders; `sampling` is
+    /// what was asked for.
+    pub(crate) fn build(
+        sampling: Sampling,
+        topo: &Topology,
+        policy: &str,
+        threads: usize,
+        finished: Vec<FinishedSampler>,
+    ) -> Result<AccessProfile, String> {
+        let machine = Machine::from_topology("this machine", topo).map_err(|e| e.to_string())?;
+        let mut header = ProfileHeader::new(machine, "worklist", policy, u16::try_from(threads).unwrap_or(u16::MAX));
+        header.page_size = topo.page_size() as u64;
+        header.sampling = sampling;
+        let seen: u64 = finished.iter().map(|f| f.seen).sum();
+        let dropped: u64 = finished.iter().map(|f| f.dropped).sum();
+        let profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())
+            .map_err(|e| e.to_string())?;
+        // The recorders counted samples; the header counts accesses, and
+        // each kept sample now stands for STM period x recorder period.
+        let (mut header, accesses) = profile.into_parts();
+        header.sampling.period = sampling.period.saturating_mul(header.sampling.period);
+        header.seen = seen;
+        header.discarded += dropped;
+        let profile = Profile::new(header, accesses).map_err(|e| e.to_string())?;
+        let intended = intended_nodes(&profile);
+        let (profile, attribution_error) = match profile.clone().attribute_at_end() {
+            Ok(p) => (p, None),
+            Err(e) => (profile, Some(e.to_string())),
+        };
+        Ok(AccessProfile { profile, intended, attribution_error })
+    }
+
+    /// Adds the profile of a later run of the same program: its times
+    /// shifted by `offset` (the earlier runs' wall time); both thinned to
+    /// the larger period; then thinned by halves while the total exceeds
+    /// `capacity` samples per thread.
+    pub(crate) fn merge(&mut self, later: AccessProfile, offset: Duration) {
+        let (mut h, mut a) = self.profile.clone().into_parts();
+        let (lh, la) = later.profile.into_parts();
+        let period = h.sampling.period.max(lh.sampling.period);
+        let thin = |v: Vec<Access>, own: u32| -> (Vec<Access>, u64) {
+            let step = (period / own.max(1)).max(1) as usize;
+            let len = v.len();
+            let kept: Vec<Access> =
+                v.into_iter().enumerate().filter(|(i, _)| (i + 1) % step == 0).map(|(_, x)| x).collect();
+            let lost = (len - kept.len()) as u64;
+            (kept, lost)
+        };
+        let (mut kept, lost) = thin(a, h.sampling.period);
+        let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
+        let (later_kept, later_lost) = thin(la, lh.sampling.period);
+        kept.extend(later_kept.into_iter().map(|x| Access { time_ns: x.time_ns.saturating_add(shift), ..x }));
+        a = kept;
+        h.sampling.period = period;
+        h.seen += lh.seen;
+        h.discarded += lh.discarded + lost + later_lost;
+        h.threads = h.threads.max(lh.threads);
+        if h.attribution == Attribution::None {
+            h.attribution = lh.attribution;
+        }
+        let bound = h.sampling.capacity.saturating_mul(usize::from(h.threads.max(1)));
+        while a.len() > bound && h.sampling.period < u32::MAX / 2 {
+            let before = a.len();
+            let mut i = 0;
+            a.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+            h.discarded += (before - a.len()) as u64;
+            h.sampling.period *= 2;
+        }
+        match Profile::new(h, a) {
+            Ok(p) => {
+                self.profile = p;
+                self.intended.extend(later.intended);
+                if self.attribution_error.is_none() {
+                    self.attribution_error = later.attribution_error;
+                }
+            }
+            // Both were valid on one machine, so this cannot happen; keep
+            // the earlier profile and say so rather than lose the run.
+            Err(e) => self.attribution_error = Some(format!("a later run's profile was not merged: {e}")),
+        }
+    }
+}
+
+/// The node each sampled page's allocator chunk means it for, where the
+/// chunk's policy names one.
+fn intended_nodes(profile: &Profile) -> BTreeMap<u64, u16> {
+    let page_size = profile.header().page_size;
+    profile
+        .pages()
+        .into_iter()
+        .filter_map(|page| {
+            let addr = (page * page_size) as usize;
+            let chunk = skelaff_numa_alloc::alloc::chunk_info(addr as *const u8)?;
+            let node = chunk.intended_node(addr - chunk.start)?;
+            Some((page, u16::try_from(node).ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(period: u32, capacity: usize, times: &[u64]) -> AccessProfile {
+        let mut h = ProfileHeader::new("2x1".parse().unwrap(), "t", "bind", 2);
+        h.sampling = Sampling { period, capacity };
+        h.seen = times.len() as u64 * u64::from(period);
+        let a = times.iter().map(|&t| Access::read(t, (t % 2) as u16, 0, t)).collect();
+        AccessProfile { profile: Profile::new(h, a).unwrap(), intended: BTreeMap::new(), attribution_error: None }
+    }
+
+    #[test]
+    fn merge_shifts_later_times_and_sums_counts() {
+        let mut a = profile(4, 100, &[1, 2, 3]);
+        a.merge(profile(4, 100, &[1, 2]), Duration::from_nanos(10));
+        let times: Vec<u64> = a.profile.accesses().iter().map(|x| x.time_ns).collect();
+        assert_eq!(times, [1, 2, 3, 11, 12]);
+        assert_eq!((a.profile.header().seen, a.profile.header().sampling.period), (20, 4));
+    }
+
+    #[test]
+    fn merge_thins_to_the_larger_period() {
+        let mut a = profile(2, 100, &[1, 2, 3, 4]);
+        a.merge(profile(8, 100, &[1]), Duration::from_nanos(100));
+        // Period 2 -> 8: every fourth of the first profile's samples stays.
+        let times: Vec<u64> = a.profile.accesses().iter().map(|x| x.time_ns).collect();
+        assert_eq!(times, [4, 101]);
+        assert_eq!(a.profile.header().sampling.period, 8);
+        assert_eq!(a.profile.header().discarded, 3);
+    }
+
+    #[test]
+    fn merged_runs_stay_bounded() {
+        // Capacity 2 per thread, 2 threads: at most 4 samples whatever the runs.
+        let mut a = profile(1, 2, &[1, 2, 3, 4]);
+        for i in 1..=10u64 {
+            a.merge(profile(1, 2, &[1, 2, 3, 4]), Duration::from_nanos(10 * i));
+            assert!(a.profile.accesses().len() <= 4, "{} samples", a.profile.accesses().len());
+        }
+        let h = a.profile.header();
+        assert_eq!(h.seen, 44);
+        // What is kept stands for the accesses seen: samples x period + discarded stays whole.
+        assert!(h.sampling.period >= 8, "period {}", h.sampling.period);
+    }
+}
