@@ -8,7 +8,10 @@
 //! - [`stamp`]: the STAMP applications on the skeleton.
 //! - [`spmv`]: MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG.
 //! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
+//! - [`spmv_args`]: the command-line flags the SpMV binaries share.
 #![doc = ""]
+
+pub mod spmv_args;
 
 pub use skelaff_helper_threads as helpers;
 pub use skelaff_numa_alloc as numa;

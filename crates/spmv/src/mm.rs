@@ -384,15 +384,7 @@ pub fn write_csr<T: Scalar, W: Write>(mut w: W, a: &Csr<T>) -> Result<()> {
 /// [`Error::NotLowerTriangular`] for an entry above the diagonal;
 /// [`Error::Write`] when the writer fails.
 pub fn write_symmetric<T: Scalar, W: Write>(mut w: W, lower: &Csc<T>) -> Result<()> {
-    let mut above = None;
-    lower.for_each(|i, j, _| {
-        if i < j && above.is_none() {
-            above = Some((i, j));
-        }
-    });
-    if let Some((row, col)) = above {
-        return Err(Error::NotLowerTriangular { row, col });
-    }
+    lower.check_lower_triangular()?;
     writeln!(w, "%%MatrixMarket matrix coordinate real symmetric").map_err(io)?;
     writeln!(w, "{} {} {}", lower.nrows(), lower.ncols(), lower.nnz()).map_err(io)?;
     let mut res = Ok(());
