@@ -161,6 +161,20 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Another MPI rank failed in a step all ranks take together, so this
+    /// rank gives up too (rather than wait for it forever).
+    #[error("MPI rank {rank} of {ranks} failed: {reason}")]
+    RankFailed {
+        /// The first rank (lowest number) that failed.
+        rank: usize,
+        /// How many ranks there are.
+        ranks: usize,
+        /// What went wrong there.
+        reason: String,
+    },
+    /// MPI could not be set up as the distributed operators need it.
+    #[error("MPI: {0}")]
+    Mpi(String),
     /// A NUMA allocation, policy or pinning error.
     #[error(transparent)]
     Numa(#[from] skelaff_numa_alloc::Error),

@@ -2,6 +2,8 @@
 
 pub mod array;
 pub mod cg;
+#[cfg(feature = "mpi")]
+pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod kernel;

@@ -291,6 +291,32 @@ impl<T: Scalar> Csr<T> {
         self.0.line(i)
     }
 
+    /// Rows `rows` as a matrix of their own (row `rows.start` becomes row
+    /// 0), every column kept: one rank's block of a row-distributed matrix.
+    ///
+    /// # Panics
+    ///
+    /// If `rows` is not inside `0..nrows`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_spmv::Triplets;
+    ///
+    /// let mut t = Triplets::new(3, 3)?;
+    /// t.push(2, 0, 5.0)?;
+    /// let block = t.to_csr().row_block(1..3);
+    /// assert_eq!(block.to_dense(), [[0.0; 3], [5.0, 0.0, 0.0]]);
+    /// # Ok::<(), skelaff_spmv::Error>(())
+    /// ```
+    pub fn row_block(&self, rows: core::ops::Range<usize>) -> Csr<T> {
+        assert!(rows.start <= rows.end && rows.end <= self.nrows(), "rows {rows:?} outside 0..{}", self.nrows());
+        let (lo, hi) = (self.0.ptr[rows.start], self.0.ptr[rows.end]);
+        let ptr: Vec<u32> = self.0.ptr[rows.start..=rows.end].iter().map(|&p| p - lo).collect();
+        let (idx, val) = (self.0.idx[lo as usize..hi as usize].to_vec(), self.0.val[lo as usize..hi as usize].to_vec());
+        Csr(Compressed { major: rows.len(), minor: self.0.minor, ptr: ptr.into(), idx: idx.into(), val: val.into() })
+    }
+
     /// Calls `f(row, col, value)` for every stored entry, row by row.
     pub fn for_each(&self, mut f: impl FnMut(usize, usize, T)) {
         for i in 0..self.0.major {

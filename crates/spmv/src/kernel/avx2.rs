@@ -11,18 +11,28 @@ use core::ops::Range;
 /// hardware prefetcher keeps ahead of at 4 KiB page boundaries.
 const PREFETCH: usize = 256;
 
+/// The CSR rows `rows` into `y` (stored, or added when `ADD`).
+///
 /// # Safety
 ///
-/// AVX2 and FMA are available; the bounds of `csr_rows_f64` hold; every
-/// index is below `x.len() <= i32::MAX`.
+/// AVX2 and FMA are available; the bounds of [`super::csr_rows`] hold;
+/// every index is below `x.len() <= i32::MAX`.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn csr_rows(ptr: &[u32], idx: &[u32], val: &[f64], x: &[f64], y: &mut [f64], rows: Range<usize>) {
+pub(super) unsafe fn csr_rows<const ADD: bool>(
+    ptr: &[u32],
+    idx: &[u32],
+    val: &[f64],
+    x: &[f64],
+    y: &mut [f64],
+    rows: Range<usize>,
+) {
     let (ip, vp, xp) = (idx.as_ptr(), val.as_ptr(), x.as_ptr());
     for (yi, r) in y.iter_mut().zip(rows) {
         // SAFETY: `ptr.len() > r + 1` (contract).
         let (s, e) = unsafe { (*ptr.get_unchecked(r) as usize, *ptr.get_unchecked(r + 1) as usize) };
         // SAFETY: `s <= e <= idx.len() == val.len()`; indices in range (contract).
-        *yi = unsafe { dot(ip.add(s), vp.add(s), e - s, xp) };
+        let d = unsafe { dot(ip.add(s), vp.add(s), e - s, xp) };
+        if ADD { *yi += d } else { *yi = d }
     }
 }
 

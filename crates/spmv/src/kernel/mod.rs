@@ -85,8 +85,8 @@ impl Simd {
 }
 
 /// The CSR kernel on one chunk of rows: `y[r - rows.start] = Σ_k val[k] *
-/// x[idx[k]]` over `k in ptr[r]..ptr[r + 1]`, for each row `r` in `rows`,
-/// at the level `simd` where `T` is `f64`.
+/// x[idx[k]]` over `k in ptr[r]..ptr[r + 1]`, for each row `r` in `rows`
+/// (`+=` instead when `ADD`), at the level `simd` where `T` is `f64`.
 ///
 /// # Safety
 ///
@@ -94,7 +94,7 @@ impl Simd {
 /// `ptr[rows.end] <= idx.len()` and `<= val.len()`; every index in those
 /// rows is below `x.len()`; `y.len() >= rows.len()`. A validated matrix
 /// with `x.len() == ncols` satisfies all of it.
-pub(crate) unsafe fn csr_rows<T: Scalar>(
+pub(crate) unsafe fn csr_rows<T: Scalar, const ADD: bool>(
     simd: Simd,
     ptr: &[u32],
     idx: &[u32],
@@ -109,13 +109,13 @@ pub(crate) unsafe fn csr_rows<T: Scalar>(
             // SAFETY: the CPU has AVX2 and FMA (`avx2_for`); the caller
             // guarantees the bounds `avx2::csr_rows` needs; indices below
             // `x.len() <= i32::MAX` are valid signed gather offsets.
-            unsafe { avx2::csr_rows(ptr, idx, val, x, y, rows) };
+            unsafe { avx2::csr_rows::<ADD>(ptr, idx, val, x, y, rows) };
             return;
         }
     }
     let _ = simd;
     // SAFETY: same contract.
-    unsafe { portable::csr_rows(ptr, idx, val, x, y, rows) }
+    unsafe { portable::csr_rows::<T, ADD>(ptr, idx, val, x, y, rows) }
 }
 
 /// One gathered dot product `Σ_k val[k] * x[idx[k]]` at the level `simd`

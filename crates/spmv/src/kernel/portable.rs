@@ -6,12 +6,13 @@ use core::ops::Range;
 
 use crate::scalar::Scalar;
 
-/// `y[r - rows.start] = Σ_k val[k] * x[idx[k]]` over `k in ptr[r]..ptr[r + 1]`, for each row `r` in `rows`.
+/// `y[r - rows.start] = Σ_k val[k] * x[idx[k]]` over `k in ptr[r]..ptr[r + 1]`,
+/// for each row `r` in `rows` (`+=` when `ADD`).
 ///
 /// # Safety
 ///
 /// As [`csr_rows`](super::csr_rows).
-pub(crate) unsafe fn csr_rows<T: Scalar>(
+pub(crate) unsafe fn csr_rows<T: Scalar, const ADD: bool>(
     ptr: &[u32],
     idx: &[u32],
     val: &[T],

@@ -81,21 +81,22 @@ impl<T: Scalar> CsrSpmv<T> {
         self.val.len()
     }
 
-    /// The rows `rows` of `y = A x` (`yt` holds exactly those rows): the
-    /// kernel on one chunk, for callers that run their own schedule.
+    /// The rows `rows` of `y = A x` (`yt` holds exactly those rows; with
+    /// `ADD`, `y += A x`): the kernel on one chunk, for callers that run
+    /// their own schedule.
     ///
     /// # Panics
     ///
     /// If `x` is not `ncols` long, `rows` is not inside the matrix, or `yt`
     /// is not `rows.len()` long.
-    pub(crate) fn rows_into(&self, x: &[T], rows: core::ops::Range<usize>, yt: &mut [T]) {
+    pub(crate) fn rows_into<const ADD: bool>(&self, x: &[T], rows: core::ops::Range<usize>, yt: &mut [T]) {
         let s = &self.shape;
         assert!(x.len() == s.ncols() && rows.end <= s.nrows() && rows.start <= rows.end, "x or rows out of range");
         assert_eq!(yt.len(), rows.len(), "yt must hold the rows");
         // SAFETY: the arrays are copies of a validated CSR matrix (pointers
         // cover every row, indices below ncols == x.len()), rows are inside
         // it, and yt has rows.len() elements.
-        unsafe { kernel::csr_rows(s.options().simd, &self.ptr, &self.idx, &self.val, x, yt, rows) };
+        unsafe { kernel::csr_rows::<T, ADD>(s.options().simd, &self.ptr, &self.idx, &self.val, x, yt, rows) };
     }
 }
 
@@ -114,6 +115,6 @@ impl<T: Scalar> TeamSpmv<T> for CsrSpmv<T> {
         // SAFETY: row ranges of different threads are disjoint, and nothing
         // else touches y during the call (contract).
         let yt = unsafe { y.range_mut(rows.clone()) };
-        self.rows_into(x, rows, yt);
+        self.rows_into::<false>(x, rows, yt);
     }
 }
