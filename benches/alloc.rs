@@ -1,5 +1,5 @@
 //! Criterion benchmarks of `NumaAlloc` beside glibc malloc (`System`),
-//! mimalloc and jemalloc, on the workloads of `shared/alloc_workloads.rs`: small
+//! mimalloc and jemalloc, on the workloads of `skelaff_bench_support::alloc_workloads`: small
 //! blocks on one thread and two, producer/consumer across two threads, a
 //! mixed workload, and allocating-and-prefaulting a large region against a
 //! `Vec` touched the same way. Every allocator runs in the same process and
@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
-#[path = "shared/alloc_workloads.rs"]
-mod alloc_workloads;
 use alloc_workloads::{NAMES, by_name};
+use skelaff_bench_support::alloc_workloads;
 
 const SMALL_OPS: usize = 200_000;
 const MIXED_OPS: usize = 50_000;

@@ -15,8 +15,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use skelaff::helpers::{HelperConfig, Prefetch, ShadowConfig};
 use skelaff::worklist::Helpers;
 
-#[path = "support/chase.rs"]
-mod chase;
+use skelaff_bench_support::chase;
 
 const NODES: usize = 4 << 20;
 const HOPS: u32 = 64;

@@ -15,8 +15,7 @@
 // `criterion_group!` defines an undocumented public function.
 #![allow(missing_docs)]
 
-#[path = "../examples/peers/mod.rs"]
-mod peers;
+use skelaff_bench_support::spmv_peers as peers;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

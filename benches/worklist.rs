@@ -9,8 +9,7 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use skelaff::worklist::Distribution;
 
-#[path = "support/overhead.rs"]
-mod overhead;
+use skelaff_bench_support::overhead;
 
 const UNITS: u64 = 200_000;
 

@@ -1,7 +1,7 @@
 //! `cargo run --release --example alloc_bench -- [--json] [--runs N] [--scale X]`
 //!
 //! Measures `NumaAlloc` against glibc malloc (`System`), mimalloc and
-//! jemalloc in one run, on the same workloads (see `benches/shared/alloc_workloads.rs`):
+//! jemalloc in one run, on the same workloads (see `skelaff_bench_support::alloc_workloads`):
 //! small-block alloc/free on one thread and on two, producer/consumer
 //! across two threads, a mixed workload on one and two threads, and
 //! allocating-and-prefaulting a 64 MiB region against a `Vec` touched the
@@ -20,8 +20,7 @@ use std::time::Duration;
 use clap::Parser;
 use serde_json::{Value, json};
 
-#[path = "../benches/shared/alloc_workloads.rs"]
-mod workloads;
+use skelaff_bench_support::alloc_workloads as workloads;
 
 use workloads::{DynAlloc, NAMES};
 

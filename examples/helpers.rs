@@ -32,8 +32,7 @@ use skelaff::helpers::{HelperConfig, IdlePolicy, Prefetch, ShadowConfig};
 use skelaff::stm::{TVar, TxError, TxOps};
 use skelaff::worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
 
-#[path = "../benches/support/chase.rs"]
-mod chase;
+use skelaff_bench_support::chase;
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -94,8 +93,8 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
     let small = chase::Chase::new(1 << 14, args.hops, args.work, 2);
     println!(
         "chase: {} nodes ({} MiB) built in {:.1} s; {} hops per unit, {} units per run",
-        big.len(),
-        (big.len() * 64) >> 20,
+        big.node_count(),
+        (big.node_count() * 64) >> 20,
         t.elapsed().as_secs_f64(),
         args.hops,
         args.units
@@ -124,7 +123,7 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
     });
     println!(
         "plain pointer chase, ns/hop: 1 MiB structure (warm) {warm:.1}, {} MiB fresh units {cold:.1} ({:.1}x warm), the same units again {rewalk:.1}, with a second thread chasing elsewhere {beside:.1}",
-        (big.len() * 64) >> 20,
+        (big.node_count() * 64) >> 20,
         cold / warm
     );
 
@@ -204,8 +203,8 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
         }
     }
     Ok(json!({
-        "nodes": big.len(),
-        "bytes": big.len() * 64,
+        "nodes": big.node_count(),
+        "bytes": big.node_count() * 64,
         "hops": args.hops,
         "work": args.work,
         "units": args.units,

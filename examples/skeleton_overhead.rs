@@ -16,8 +16,7 @@ use clap::Parser;
 use serde_json::json;
 use skelaff::worklist::Distribution;
 
-#[path = "../benches/support/overhead.rs"]
-mod overhead;
+use skelaff_bench_support::overhead;
 
 #[derive(Parser, Debug)]
 struct Args {

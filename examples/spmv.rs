@@ -22,8 +22,7 @@
 //! SpMVs, peer SpMVs and triad passes are interleaved in `--rounds` rounds,
 //! so a burst of load from elsewhere on a shared machine hits all of them.
 
-#[path = "peers/mod.rs"]
-mod peers;
+use skelaff_bench_support::spmv_peers as peers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

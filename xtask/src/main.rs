@@ -15,7 +15,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use skelaff_numa_alloc::testkit::GuestSpec;
+use skelaff_testkit::{GuestSpec, GuestSpecError};
 
 const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
 
@@ -61,7 +61,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
     if topologies.is_empty() {
         topologies = DEFAULT_TOPOLOGIES
             .iter()
-            .map(|t| t.parse().map_err(|e: skelaff_numa_alloc::Error| e.to_string()))
+            .map(|t| t.parse().map_err(|e: GuestSpecError| e.to_string()))
             .collect::<Result<_>>()?;
     }
 

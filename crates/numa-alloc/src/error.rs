@@ -1,7 +1,8 @@
 //! The crate's error type.
 
+pub use crate::sets::SetError;
 use crate::sets::{CpuSet, NodeSet};
-use crate::sys::SysError;
+pub use crate::sys::SysError;
 
 /// What went wrong, and what would have been allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -144,6 +145,17 @@ pub enum Error {
         /// Pages asked to move.
         pages: usize,
     },
+    /// A name that is not one of those allowed (a thread mapping, a page
+    /// policy).
+    #[error("unknown {what} `{given}`; expected one of: {}", allowed.join(", "))]
+    UnknownName {
+        /// What the name names.
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names allowed.
+        allowed: &'static [&'static str],
+    },
     /// Text that does not parse.
     #[error("cannot parse `{input}`: {reason}")]
     Parse {
@@ -158,6 +170,13 @@ pub enum Error {
     /// A system call the kernel refused.
     #[error(transparent)]
     Sys(#[from] SysError),
+}
+
+/// A set's error is a parse error, with the same input and reason.
+impl From<SetError> for Error {
+    fn from(e: SetError) -> Self {
+        Error::Parse { input: e.input, reason: e.reason }
+    }
 }
 
 /// Result with this crate's [`Error`].

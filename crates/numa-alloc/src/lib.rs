@@ -7,12 +7,11 @@ pub mod pin;
 pub mod policy;
 pub mod region;
 pub mod sets;
-pub mod sys;
-pub mod testkit;
+mod sys;
 pub mod topology;
 
 pub use array::{NumaBox, NumaVec, Zeroable};
-pub use error::{Error, Result};
+pub use error::{Error, Result, SetError, SysError};
 pub use pin::{Mapping, Plan, Slot};
 pub use policy::{Apply, Policy};
 pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};

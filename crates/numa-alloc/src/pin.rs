@@ -1,7 +1,6 @@
 //! Thread pinning, and the thread-to-CPU mappings the skeleton uses.
 
-use core::fmt;
-use core::str::FromStr;
+use strum::VariantNames;
 
 use crate::error::{Error, Result};
 use crate::sets::CpuSet;
@@ -135,8 +134,35 @@ pub fn current_node() -> Result<usize> {
     Ok(sys::getcpu()?.1)
 }
 
-/// How worker threads are laid out on CPUs.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+/// How worker threads are laid out on CPUs. Its text form is its name in
+/// lower case (`scatter`, `compact`); an unknown name is
+/// [`Error::UnknownName`].
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{Error, Mapping};
+///
+/// assert_eq!("compact".parse::<Mapping>()?, Mapping::Compact);
+/// assert_eq!(Mapping::Scatter.to_string(), "scatter");
+/// let e = "sideways".parse::<Mapping>().unwrap_err();
+/// assert!(matches!(e, Error::UnknownName { .. }));
+/// assert_eq!(e.to_string(), "unknown thread mapping `sideways`; expected one of: scatter, compact");
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    strum::EnumString,
+    strum::Display,
+    strum::VariantNames,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_mapping)]
 pub enum Mapping {
     /// Spread threads out: over nodes first, then over last-level-cache
     /// groups within a node, then over cores, and only then onto the second
@@ -149,24 +175,9 @@ pub enum Mapping {
     Compact,
 }
 
-impl fmt::Display for Mapping {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Mapping::Scatter => "scatter",
-            Mapping::Compact => "compact",
-        })
-    }
-}
-
-impl FromStr for Mapping {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "scatter" => Ok(Mapping::Scatter),
-            "compact" => Ok(Mapping::Compact),
-            _ => Err(Error::Parse { input: s.to_owned(), reason: "expected `scatter` or `compact`".to_owned() }),
-        }
-    }
+/// The error of a name that is no [`Mapping`].
+fn unknown_mapping(given: &str) -> Error {
+    Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: Mapping::VARIANTS }
 }
 
 /// Where one worker runs, and where its helper may run.
@@ -400,8 +411,13 @@ mod tests {
         assert!(plan.oversubscribed);
         assert_eq!(plan.slots.iter().map(|s| s.cpu).collect::<Vec<_>>(), [0, 1, 0, 1, 0]);
         assert_eq!(Mapping::Scatter.plan(&t, 0).unwrap_err(), Error::ZeroThreads);
-        assert!("sideways".parse::<Mapping>().is_err());
-        assert_eq!("compact".parse::<Mapping>().unwrap(), Mapping::Compact);
+        assert_eq!(
+            "sideways".parse::<Mapping>().unwrap_err(),
+            Error::UnknownName { what: "thread mapping", given: "sideways".into(), allowed: &["scatter", "compact"] }
+        );
+        for m in [Mapping::Scatter, Mapping::Compact] {
+            assert_eq!(m.to_string().parse::<Mapping>().unwrap(), m);
+        }
     }
 
     #[test]

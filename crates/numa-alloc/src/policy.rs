@@ -70,6 +70,9 @@ pub enum Apply {
 }
 
 impl Policy {
+    /// The names of the policies, as their text forms begin.
+    pub const NAMES: &'static [&'static str] = &["first-touch", "local", "bind", "preferred", "interleave", "cyclic"];
+
     /// The policy's name, as used in its text form.
     pub const fn name(&self) -> &'static str {
         match self {
@@ -322,7 +325,9 @@ impl fmt::Display for Policy {
 /// Parses `first-touch`, `local`, `bind:NODES`, `preferred:NODE`,
 /// `interleave:NODES`, `cyclic:NODES[:BLOCK]` where NODES is a list such as
 /// `0-3,5` and BLOCK a byte count with an optional `K`, `M` or `G` suffix
-/// (default: 4K).
+/// (default: 4K). A name that is none of these is
+/// [`Error::UnknownName`]; a known name with a bad argument is
+/// [`Error::Parse`] saying what the argument should be.
 impl FromStr for Policy {
     type Err = Error;
 
@@ -362,7 +367,8 @@ impl FromStr for Policy {
                 };
                 Ok(Policy::Cyclic { nodes: nodes(arg)?, block })
             }
-            _ => Err(err(FORMS)),
+            "first-touch" | "firsttouch" | "default" | "local" => Err(err(FORMS)),
+            _ => Err(Error::UnknownName { what: "page policy", given: name.to_owned(), allowed: Policy::NAMES }),
         }
     }
 }
@@ -425,6 +431,18 @@ mod tests {
         );
         for bad in ["", "bind", "bind:", "bind:x", "cyclic:0:abc", "preferred:a", "weird", "local:1", "bind:0:1"] {
             assert!(bad.parse::<Policy>().is_err(), "{bad} should not parse");
+        }
+        let e = "weird:0".parse::<Policy>().unwrap_err();
+        assert_eq!(e, Error::UnknownName { what: "page policy", given: "weird".into(), allowed: Policy::NAMES });
+        assert!(e.to_string().ends_with("expected one of: first-touch, local, bind, preferred, interleave, cyclic"));
+        assert!(matches!("local:1".parse::<Policy>().unwrap_err(), Error::Parse { .. }));
+        for p in [
+            Policy::FirstTouch,
+            Policy::Local,
+            Policy::Preferred(0),
+            Policy::Cyclic { nodes: NodeSet::new(), block: 1 },
+        ] {
+            assert!(Policy::NAMES.contains(&p.name()));
         }
     }
 

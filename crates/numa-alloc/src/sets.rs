@@ -1,9 +1,33 @@
 //! Sets of NUMA nodes and CPUs, with the kernel's list syntax (`0-3,5`).
+//!
+//! This module depends on nothing else in the crate: its own [`SetError`]
+//! becomes the crate's [`Error::Parse`](crate::Error::Parse) where it meets
+//! the rest.
 
 use core::fmt;
 use core::str::FromStr;
 
-use crate::error::Error;
+/// A list that does not parse, or a node or CPU number a set cannot hold.
+/// Converts into the crate's [`Error::Parse`](crate::Error::Parse) with the
+/// same fields.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{Error, NodeSet};
+///
+/// let e = "3-1".parse::<NodeSet>().unwrap_err();
+/// assert!(e.to_string().contains("reversed"), "{e}");
+/// assert!(matches!(Error::from(e), Error::Parse { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot parse `{input}`: {reason}")]
+pub struct SetError {
+    /// The text (or the number) given.
+    pub input: String,
+    /// What is wrong with it and what is expected.
+    pub reason: String,
+}
 
 /// The largest number of NUMA nodes Linux supports (`CONFIG_NODES_SHIFT=10`).
 pub const MAX_NODES: usize = 1024;
@@ -54,7 +78,7 @@ impl NodeSet {
     }
 
     /// The set holding only `node`, or an error if `node` is out of range.
-    pub fn try_single(node: usize) -> Result<Self, Error> {
+    pub fn try_single(node: usize) -> Result<Self, SetError> {
         let mut s = Self::new();
         s.try_insert(node)?;
         Ok(s)
@@ -74,9 +98,9 @@ impl NodeSet {
     }
 
     /// Adds `node`, or fails if it is not below [`MAX_NODES`].
-    pub fn try_insert(&mut self, node: usize) -> Result<bool, Error> {
+    pub fn try_insert(&mut self, node: usize) -> Result<bool, SetError> {
         if node >= MAX_NODES {
-            return Err(Error::Parse {
+            return Err(SetError {
                 input: node.to_string(),
                 reason: format!("node numbers go up to {}", MAX_NODES - 1),
             });
@@ -213,9 +237,9 @@ impl fmt::Debug for NodeSet {
 }
 
 impl FromStr for NodeSet {
-    type Err = Error;
+    type Err = SetError;
 
-    fn from_str(s: &str) -> Result<Self, Error> {
+    fn from_str(s: &str) -> Result<Self, SetError> {
         let mut set = Self::new();
         parse_list(s, "node", MAX_NODES, |n| {
             set.insert(n);
@@ -366,9 +390,9 @@ impl fmt::Debug for CpuSet {
 }
 
 impl FromStr for CpuSet {
-    type Err = Error;
+    type Err = SetError;
 
-    fn from_str(s: &str) -> Result<Self, Error> {
+    fn from_str(s: &str) -> Result<Self, SetError> {
         let mut set = Self::new();
         parse_list(s, "CPU", MAX_CPUS, |c| {
             set.insert(c);
@@ -416,15 +440,15 @@ fn write_list(f: &mut fmt::Formatter<'_>, mut it: impl Iterator<Item = usize>) -
 
 /// Parses `a,b-c,...` (whitespace around items ignored; empty input is the
 /// empty set) and calls `add` for every number.
-fn parse_list(s: &str, what: &str, limit: usize, mut add: impl FnMut(usize)) -> Result<(), Error> {
-    let err = |reason: String| Error::Parse { input: s.to_owned(), reason };
+fn parse_list(s: &str, what: &str, limit: usize, mut add: impl FnMut(usize)) -> Result<(), SetError> {
+    let err = |reason: String| SetError { input: s.to_owned(), reason };
     let s = s.trim();
     if s.is_empty() {
         return Ok(());
     }
     for item in s.split(',') {
         let item = item.trim();
-        let num = |t: &str| -> Result<usize, Error> {
+        let num = |t: &str| -> Result<usize, SetError> {
             let t = t.trim();
             let n: usize =
                 t.parse().map_err(|_| err(format!("`{t}` is not a {what} number (expected a list like `0-3,5`)")))?;

@@ -1,16 +1,19 @@
 //! Raw system calls: the only module of this crate that calls `libc`.
 //!
-//! Every wrapper returns a [`SysError`] naming the call and its `errno`.
-//! Nothing here allocates, takes a lock or panics, so the global allocator
-//! may use any of it.
+//! Every wrapper returns a [`SysError`] naming the call and its `errno`,
+//! through one of four checks that read a call's outcome the way its family
+//! reports it: [`checked`] (a negative result and `errno`: raw system calls
+//! and most of libc), [`checked_zero`] (the same, for calls whose success
+//! is 0), [`checked_pthread`] (the error number as the result) and
+//! [`checked_map`] (`MAP_FAILED` and `errno`). Nothing here allocates,
+//! takes a lock or panics, so the global allocator may use any of it.
 //!
 //! # Node masks
 //!
-//! `mbind`, `set_mempolicy`, `get_mempolicy` and `move_pages` describe node
-//! sets as arrays of `u64` words. Their `maxnode` argument is one more than
-//! the number of bits the kernel reads: the kernel decrements it before use
-//! (`get_nodes` in `mm/mempolicy.c`). [`maxnode_for`] does that arithmetic in
-//! one place.
+//! `mbind` and `set_mempolicy` describe node sets as arrays of `u64` words.
+//! Their `maxnode` argument is one more than the number of bits the kernel
+//! reads: the kernel decrements it before use (`get_nodes` in
+//! `mm/mempolicy.c`). [`maxnode_for`] does that arithmetic in one place.
 
 use core::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 use core::fmt;
@@ -18,47 +21,31 @@ use core::ptr::{self, NonNull};
 
 /// `MPOL_DEFAULT`: the thread's (or the system's) default policy; pages go
 /// to the node of the CPU that first touches them.
-pub const MPOL_DEFAULT: c_int = 0;
+pub(crate) const MPOL_DEFAULT: c_int = 0;
 /// `MPOL_PREFERRED`: allocate on one node, fall back to others when it is full.
-pub const MPOL_PREFERRED: c_int = 1;
+pub(crate) const MPOL_PREFERRED: c_int = 1;
 /// `MPOL_BIND`: allocate only on the given nodes.
-pub const MPOL_BIND: c_int = 2;
+pub(crate) const MPOL_BIND: c_int = 2;
 /// `MPOL_INTERLEAVE`: spread pages round-robin over the given nodes.
-pub const MPOL_INTERLEAVE: c_int = 3;
+pub(crate) const MPOL_INTERLEAVE: c_int = 3;
 /// `MPOL_LOCAL`: allocate on the node of the CPU that touches the page.
-pub const MPOL_LOCAL: c_int = 4;
-/// `MPOL_PREFERRED_MANY` (Linux 5.15): prefer a set of nodes.
-pub const MPOL_PREFERRED_MANY: c_int = 5;
-
-/// Mode flag: node numbers are absolute, not remapped when the cpuset changes.
-pub const MPOL_F_STATIC_NODES: c_int = 1 << 15;
-/// Mode flag: node numbers are relative to the allowed set.
-pub const MPOL_F_RELATIVE_NODES: c_int = 1 << 14;
-
-/// `get_mempolicy` flag: return the node id instead of the policy.
-pub const MPOL_F_NODE: c_int = 1;
-/// `get_mempolicy` flag: look up the policy of an address.
-pub const MPOL_F_ADDR: c_int = 1 << 1;
-/// `get_mempolicy` flag: return the nodes this thread may use.
-pub const MPOL_F_MEMS_ALLOWED: c_int = 1 << 2;
+pub(crate) const MPOL_LOCAL: c_int = 4;
 
 /// `mbind` flag: fail with `EIO` if existing pages do not follow the policy
 /// (with [`MPOL_MF_MOVE`]: if some could not be moved).
-pub const MPOL_MF_STRICT: c_uint = 1;
+pub(crate) const MPOL_MF_STRICT: c_uint = 1;
 /// `mbind`/`move_pages` flag: migrate pages used only by this process.
-pub const MPOL_MF_MOVE: c_uint = 1 << 1;
-/// `mbind`/`move_pages` flag: migrate all pages (needs `CAP_SYS_NICE`).
-pub const MPOL_MF_MOVE_ALL: c_uint = 1 << 2;
+pub(crate) const MPOL_MF_MOVE: c_uint = 1 << 1;
 
 /// `madvise` advice: no transparent huge pages for the range (an
 /// interleaved range must be dealt page by page, not 2 MiB at a time).
-pub const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
+pub(crate) const MADV_NOHUGEPAGE: c_int = libc::MADV_NOHUGEPAGE;
 /// `madvise` advice: the contents are no longer needed; the kernel may take
 /// the pages back when it needs memory (they then read as zero), and until
 /// then they stay mapped and writing them costs no page fault (Linux 4.5).
-pub const MADV_FREE: c_int = libc::MADV_FREE;
+pub(crate) const MADV_FREE: c_int = libc::MADV_FREE;
 /// `madvise` advice: populate (prefault) pages writable (Linux 5.14).
-pub const MADV_POPULATE_WRITE: c_int = 23;
+pub(crate) const MADV_POPULATE_WRITE: c_int = 23;
 
 /// A system call that failed: which one, and the `errno` it set.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -139,16 +126,54 @@ impl fmt::Display for SysError {
 impl std::error::Error for SysError {}
 
 /// The result of a wrapped system call.
-pub type SysResult<T> = Result<T, SysError>;
+pub(crate) type SysResult<T> = Result<T, SysError>;
+
+/// Runs `f`, a raw system call or a libc function that fails by returning
+/// a negative value and setting `errno`: its result, or the error naming
+/// `call` with that `errno` (read at once, before anything else can change
+/// it).
+#[inline]
+fn checked(call: &'static str, f: impl FnOnce() -> c_long) -> SysResult<c_long> {
+    let r = f();
+    if r >= 0 { Ok(r) } else { Err(SysError::last(call)) }
+}
+
+/// [`checked`] for calls that return 0 on success.
+#[inline]
+fn checked_zero(call: &'static str, f: impl FnOnce() -> c_long) -> SysResult<()> {
+    checked(call, f).map(|_| ())
+}
+
+/// Runs `f`, a pthread function: it returns 0 or the error number itself
+/// (and leaves `errno` alone).
+#[inline]
+fn checked_pthread(call: &'static str, f: impl FnOnce() -> c_int) -> SysResult<()> {
+    match f() {
+        0 => Ok(()),
+        errno => Err(SysError::new(call, errno)),
+    }
+}
+
+/// Runs `f`, `mmap` or `mremap`: the mapping, or the error naming `call`
+/// with `errno` when it returns `MAP_FAILED` (a null mapping, which the
+/// kernel never gives without `MAP_FIXED`, counts as `ENOMEM`).
+#[inline]
+fn checked_map(call: &'static str, f: impl FnOnce() -> *mut c_void) -> SysResult<NonNull<u8>> {
+    let p = f();
+    if p == libc::MAP_FAILED {
+        return Err(SysError::last(call));
+    }
+    NonNull::new(p.cast()).ok_or(SysError::new(call, libc::ENOMEM))
+}
 
 /// The `maxnode` argument for a mask of `words` 64-bit words: the kernel
 /// reads `maxnode - 1` bits, so this is one more than the number of bits.
-pub const fn maxnode_for(words: usize) -> c_ulong {
+pub(crate) const fn maxnode_for(words: usize) -> c_ulong {
     (words * 64 + 1) as c_ulong
 }
 
 /// The base page size.
-pub fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 { v as usize } else { 4096 }
@@ -158,23 +183,21 @@ pub fn page_size() -> usize {
 ///
 /// `extra_flags` are or-ed into `MAP_PRIVATE | MAP_ANONYMOUS` (e.g.
 /// `MAP_HUGETLB`, `MAP_NORESERVE`).
-pub fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> {
-    // SAFETY: an anonymous mapping at a kernel-chosen address touches no
-    // existing memory; the arguments are plain values.
-    let p = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra_flags,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last("mmap"));
-    }
-    NonNull::new(p.cast()).ok_or(SysError::new("mmap", libc::ENOMEM))
+pub(crate) fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> {
+    checked_map("mmap", || {
+        // SAFETY: an anonymous mapping at a kernel-chosen address touches no
+        // existing memory; the arguments are plain values.
+        unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra_flags,
+                -1,
+                0,
+            )
+        }
+    })
 }
 
 /// `munmap`.
@@ -183,10 +206,9 @@ pub fn mmap_anonymous(len: usize, extra_flags: c_int) -> SysResult<NonNull<u8>> 
 ///
 /// - `[addr, addr + len)` must be a range this process mapped and still owns;
 /// - nothing may access that range afterwards.
-pub unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
+pub(crate) unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
     // SAFETY: the caller owns the mapping and will not use it again.
-    let r = unsafe { libc::munmap(addr.as_ptr().cast(), len) };
-    if r == 0 { Ok(()) } else { Err(SysError::last("munmap")) }
+    checked_zero("munmap", || c_long::from(unsafe { libc::munmap(addr.as_ptr().cast(), len) }))
 }
 
 /// `mremap` with `MREMAP_MAYMOVE`: grow or shrink a private anonymous mapping.
@@ -195,13 +217,9 @@ pub unsafe fn munmap(addr: NonNull<u8>, len: usize) -> SysResult<()> {
 ///
 /// - `[addr, addr + old_len)` must be a mapping this process owns;
 /// - on success the old range must no longer be used (the mapping may move).
-pub unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysResult<NonNull<u8>> {
+pub(crate) unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysResult<NonNull<u8>> {
     // SAFETY: the caller owns the mapping; MAYMOVE lets the kernel choose.
-    let p = unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last("mremap"));
-    }
-    NonNull::new(p.cast()).ok_or(SysError::new("mremap", libc::ENOMEM))
+    checked_map("mremap", || unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) })
 }
 
 /// `madvise`.
@@ -212,10 +230,9 @@ pub unsafe fn mremap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> SysRe
 /// discards contents (`MADV_DONTNEED`, `MADV_FREE`) must only be given for
 /// memory whose contents the caller no longer needs and that no live
 /// reference points into.
-pub unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()> {
+pub(crate) unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()> {
     // SAFETY: forwarded to the caller's contract.
-    let r = unsafe { libc::madvise(addr.cast(), len, advice) };
-    if r == 0 { Ok(()) } else { Err(SysError::last("madvise")) }
+    checked_zero("madvise", || c_long::from(unsafe { libc::madvise(addr.cast(), len, advice) }))
 }
 
 /// `mbind`: set the memory policy of `[addr, addr + len)`.
@@ -225,51 +242,30 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> SysResult<()>
 ///
 /// This cannot break memory safety: the policy decides where pages live, and
 /// migration (`MPOL_MF_MOVE`) preserves their contents.
-pub fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uint) -> SysResult<()> {
+pub(crate) fn mbind(addr: *mut u8, len: usize, mode: c_int, nodes: &[u64], flags: c_uint) -> SysResult<()> {
     let (mask, maxnode) = mask_args(nodes);
-    // SAFETY: the kernel validates the range; the mask pointer is valid for
-    // `nodes.len()` words, which is what `maxnode` covers.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mbind,
-            addr as c_ulong,
-            len as c_ulong,
-            mode as c_ulong,
-            mask,
-            maxnode,
-            flags as c_ulong,
-        )
-    };
-    if r == 0 { Ok(()) } else { Err(SysError::last("mbind")) }
+    checked_zero("mbind", || {
+        // SAFETY: the kernel validates the range; the mask pointer is valid
+        // for `nodes.len()` words, which is what `maxnode` covers.
+        unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                addr as c_ulong,
+                len as c_ulong,
+                mode as c_ulong,
+                mask,
+                maxnode,
+                flags as c_ulong,
+            )
+        }
+    })
 }
 
 /// `set_mempolicy`: the calling thread's default policy for new pages.
-pub fn set_mempolicy(mode: c_int, nodes: &[u64]) -> SysResult<()> {
+pub(crate) fn set_mempolicy(mode: c_int, nodes: &[u64]) -> SysResult<()> {
     let (mask, maxnode) = mask_args(nodes);
     // SAFETY: the mask pointer is valid for `nodes.len()` words.
-    let r = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as c_long, mask, maxnode) };
-    if r == 0 { Ok(()) } else { Err(SysError::last("set_mempolicy")) }
-}
-
-/// `get_mempolicy`: returns the mode (or, with [`MPOL_F_NODE`], a node id)
-/// and fills `nodes` with the policy's node mask.
-pub fn get_mempolicy(nodes: &mut [u64], addr: *const u8, flags: c_int) -> SysResult<c_int> {
-    let mut mode: c_int = 0;
-    let (mask, maxnode) =
-        if nodes.is_empty() { (ptr::null_mut(), 0) } else { (nodes.as_mut_ptr(), maxnode_for(nodes.len())) };
-    // SAFETY: `mode` is a valid out-pointer; the mask is valid for
-    // `nodes.len()` words, as `maxnode` says.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_get_mempolicy,
-            &mut mode as *mut c_int,
-            mask,
-            maxnode,
-            addr as c_ulong,
-            flags as c_ulong,
-        )
-    };
-    if r == 0 { Ok(mode) } else { Err(SysError::last("get_mempolicy")) }
+    checked_zero("set_mempolicy", || unsafe { libc::syscall(libc::SYS_set_mempolicy, mode as c_long, mask, maxnode) })
 }
 
 /// `move_pages` for the calling process.
@@ -282,7 +278,7 @@ pub fn get_mempolicy(nodes: &mut [u64], addr: *const u8, flags: c_int) -> SysRes
 /// Returns the number of pages that could not be moved (0 when querying).
 /// `pages`, `nodes` and `status` must have the same length; a mismatch is
 /// reported as `EINVAL` without calling the kernel.
-pub fn move_pages(
+pub(crate) fn move_pages(
     pages: &[*const u8],
     nodes: Option<&[c_int]>,
     status: &mut [c_int],
@@ -292,56 +288,75 @@ pub fn move_pages(
         return Err(SysError::new("move_pages", libc::EINVAL));
     }
     let nodes_ptr = nodes.map_or(ptr::null(), |n| n.as_ptr());
-    // SAFETY: all three arrays hold `pages.len()` elements; pid 0 is this process.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0 as c_long,
-            pages.len() as c_ulong,
-            pages.as_ptr(),
-            nodes_ptr,
-            status.as_mut_ptr(),
-            flags as c_long,
-        )
-    };
-    if r < 0 { Err(SysError::last("move_pages")) } else { Ok(r as usize) }
+    let not_moved = checked("move_pages", || {
+        // SAFETY: all three arrays hold `pages.len()` elements; pid 0 is
+        // this process.
+        unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0 as c_long,
+                pages.len() as c_ulong,
+                pages.as_ptr(),
+                nodes_ptr,
+                status.as_mut_ptr(),
+                flags as c_long,
+            )
+        }
+    })?;
+    Ok(not_moved as usize)
 }
 
 /// `sched_setaffinity` for the calling thread. `mask` is a CPU bitmask.
-pub fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
-    // SAFETY: the mask is valid for `size_of_val(mask)` bytes; tid 0 is the calling thread.
-    let r = unsafe {
-        libc::syscall(libc::SYS_sched_setaffinity, 0 as c_long, core::mem::size_of_val(mask) as c_ulong, mask.as_ptr())
-    };
-    if r == 0 { Ok(()) } else { Err(SysError::last("sched_setaffinity")) }
+pub(crate) fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
+    checked_zero("sched_setaffinity", || {
+        // SAFETY: the mask is valid for `size_of_val(mask)` bytes; tid 0 is
+        // the calling thread.
+        unsafe {
+            libc::syscall(
+                libc::SYS_sched_setaffinity,
+                0 as c_long,
+                core::mem::size_of_val(mask) as c_ulong,
+                mask.as_ptr(),
+            )
+        }
+    })
 }
 
 /// `sched_getaffinity` for the calling thread into `mask`. Fails with
 /// `EINVAL` when `mask` is smaller than the kernel's CPU mask; callers retry
 /// with a larger buffer.
-pub fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
-    // SAFETY: the mask is valid for writes of `size_of_val(mask)` bytes.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getaffinity,
-            0 as c_long,
-            core::mem::size_of_val(mask) as c_ulong,
-            mask.as_mut_ptr(),
-        )
-    };
+pub(crate) fn sched_getaffinity(mask: &mut [u64]) -> SysResult<()> {
     // The raw syscall returns the number of bytes written.
-    if r >= 0 { Ok(()) } else { Err(SysError::last("sched_getaffinity")) }
+    checked("sched_getaffinity", || {
+        // SAFETY: the mask is valid for writes of `size_of_val(mask)` bytes.
+        unsafe {
+            libc::syscall(
+                libc::SYS_sched_getaffinity,
+                0 as c_long,
+                core::mem::size_of_val(mask) as c_ulong,
+                mask.as_mut_ptr(),
+            )
+        }
+    })
+    .map(|_| ())
 }
 
 /// `getcpu`: the CPU and NUMA node the calling thread runs on right now.
-pub fn getcpu() -> SysResult<(usize, usize)> {
+pub(crate) fn getcpu() -> SysResult<(usize, usize)> {
     let mut cpu: c_uint = 0;
     let mut node: c_uint = 0;
-    // SAFETY: both out-pointers are valid; the third argument is unused.
-    let r = unsafe {
-        libc::syscall(libc::SYS_getcpu, &mut cpu as *mut c_uint, &mut node as *mut c_uint, ptr::null_mut::<c_void>())
-    };
-    if r == 0 { Ok((cpu as usize, node as usize)) } else { Err(SysError::last("getcpu")) }
+    checked_zero("getcpu", || {
+        // SAFETY: both out-pointers are valid; the third argument is unused.
+        unsafe {
+            libc::syscall(
+                libc::SYS_getcpu,
+                &mut cpu as *mut c_uint,
+                &mut node as *mut c_uint,
+                ptr::null_mut::<c_void>(),
+            )
+        }
+    })?;
+    Ok((cpu as usize, node as usize))
 }
 
 /// A thread-specific data key (`pthread_key_t`) whose destructor runs when a
@@ -349,32 +364,52 @@ pub fn getcpu() -> SysResult<(usize, usize)> {
 /// to hand a thread's cache back: unlike `std::thread_local!` destructors,
 /// registering it never allocates (glibc keeps the first 32 keys' values in
 /// the thread descriptor).
-pub type ThreadKey = libc::pthread_key_t;
+pub(crate) type ThreadKey = libc::pthread_key_t;
 
 /// `pthread_key_create` with a destructor.
-pub fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysResult<ThreadKey> {
+pub(crate) fn thread_key_create(destructor: unsafe extern "C" fn(*mut c_void)) -> SysResult<ThreadKey> {
     let mut key: ThreadKey = 0;
     // SAFETY: `key` is a valid out-pointer; the destructor has the C ABI
     // signature pthread expects.
-    let r = unsafe { libc::pthread_key_create(&mut key, Some(destructor)) };
-    if r == 0 { Ok(key) } else { Err(SysError::new("pthread_key_create", r)) }
+    checked_pthread("pthread_key_create", || unsafe { libc::pthread_key_create(&mut key, Some(destructor)) })?;
+    Ok(key)
+}
+
+/// `pthread_key_delete`: frees a key no thread has stored a value under.
+pub(crate) fn thread_key_delete(key: ThreadKey) -> SysResult<()> {
+    // SAFETY: `key` came from `thread_key_create`; deleting it runs no
+    // destructor.
+    checked_pthread("pthread_key_delete", || unsafe { libc::pthread_key_delete(key) })
+}
+
+/// A fork handler: runs on the forking thread (`prepare`, `parent`) or on
+/// the child's only thread (`child`), with no argument.
+pub(crate) type ForkHandler = unsafe extern "C" fn();
+
+/// `pthread_atfork`: `prepare` runs in the forking thread just before
+/// `fork`, `parent` in it just after, `child` in the child's only thread.
+/// Handlers registered later run their `prepare` earlier and their
+/// `parent` and `child` later.
+pub(crate) fn atfork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> SysResult<()> {
+    // SAFETY: the three are `extern "C"` functions without arguments, as
+    // pthread expects, and live as long as the program.
+    checked_pthread("pthread_atfork", || unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) })
 }
 
 /// `pthread_setspecific`: a non-null `value` arms the key's destructor for
 /// the calling thread; null disarms it. pthread never dereferences the
 /// value; it only hands it to the destructor.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
+pub(crate) fn thread_key_set(key: ThreadKey, value: *const c_void) -> SysResult<()> {
     // SAFETY: `key` came from `thread_key_create`; the value is an opaque
     // word that pthread only hands back to the destructor.
-    let r = unsafe { libc::pthread_setspecific(key, value) };
-    if r == 0 { Ok(()) } else { Err(SysError::new("pthread_setspecific", r)) }
+    checked_pthread("pthread_setspecific", || unsafe { libc::pthread_setspecific(key, value) })
 }
 
 /// `sched_getcpu`: the CPU the calling thread runs on, cheaply (glibc reads
 /// it from the thread's rseq area or the vDSO, without a system call).
 /// `None` if it fails.
-pub fn sched_getcpu() -> Option<usize> {
+pub(crate) fn sched_getcpu() -> Option<usize> {
     // SAFETY: no arguments, no preconditions.
     let r = unsafe { libc::sched_getcpu() };
     usize::try_from(r).ok()
@@ -382,7 +417,7 @@ pub fn sched_getcpu() -> Option<usize> {
 
 /// Milliseconds on the monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`,
 /// read from the vDSO without a system call); 0 if the clock cannot be read.
-pub fn monotonic_ms() -> u64 {
+pub(crate) fn monotonic_ms() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid out-pointer for one timespec.
     let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };

@@ -7,10 +7,10 @@
 
 use std::process::ExitCode;
 
-use skelaff_numa_alloc::testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_numa_alloc::{
     Apply, Mapping, NodeSet, NumaBox, NumaRegion, Placement, Policy, RegionOptions, Topology, pin,
 };
+use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 
 const PAGES: usize = 96;
 

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 
 use skelaff_numa_alloc::alloc::{self, Binding, NumaAlloc};
-use skelaff_numa_alloc::testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_numa_alloc::{NodeSet, PageLocation, Placement, Policy, Topology, pin};
+use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 
 #[global_allocator]
 static GLOBAL: NumaAlloc = NumaAlloc::new();

@@ -8,13 +8,13 @@
 
 use std::process::ExitCode;
 
-use skelaff_numa_alloc::testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_numa_alloc::{NodeSet, Topology, pin, policy::interleave_node};
 use skelaff_spmv::nas::{self, Class};
 use skelaff_spmv::{
     ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, SplitKind, SpmvOptions, SymSpmv, SymVariant,
     TeamSpmv, Triplets,
 };
+use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 
 type Check = Result<(), String>;
 

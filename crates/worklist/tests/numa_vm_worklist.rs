@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use parking_lot::Mutex;
 use skelaff_numa_alloc::alloc::NumaAlloc;
-use skelaff_numa_alloc::testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_numa_alloc::{Placement, Topology, pin};
 use skelaff_stm::{TxError, TxOps};
+use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_worklist::{Ctx, PagePolicy, Skeleton, WorkerInfo, Worklist};
 
 #[global_allocator]

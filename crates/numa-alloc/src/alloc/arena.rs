@@ -1,6 +1,9 @@
 //! Arenas: the chunks that share one placement key, the spans of those
 //! chunks that no thread owns, and the operations that need the arena lock
-//! (taking and giving back spans, frees into unowned spans, medium blocks).
+//! (taking and giving back spans, frees into unowned spans, medium blocks,
+//! keeping and retaining empty chunks). An arena owns its chunks (it is
+//! their `owner`) and its lock; it knows nothing of thread caches, which
+//! call it.
 //!
 //! Arenas live in a fixed static table, never freed: registering one writes
 //! its key into a free slot under a global lock. A full table (more than
@@ -12,11 +15,13 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::chunk::{self, ALL_UNITS_FREE, Block, Chunk, MEDIUM, OWNED, Span, UNIT_SHIFT, UNIT_SIZE, UNITS};
+use super::chunk::{
+    self, ALL_UNITS_FREE, Block, Chunk, ChunkInfo, ChunkList, MEDIUM, OWNED, Span, SpanList, UNIT_SHIFT, UNIT_SIZE,
+};
 use super::class::{CLASS_CAPACITY, CLASS_SIZE, CLASS_UNITS, NCLASS};
 use super::key::{Binding, Key, Kind};
 use super::lock::{SpinGuard, SpinLock};
-use super::stats::{self, Account, ArenaStats};
+use super::stats::{Account, ArenaStats, Counters};
 use crate::sets::NodeSet;
 use crate::sys;
 
@@ -48,9 +53,9 @@ fn reserve_retained() -> bool {
 /// The lock-protected part of an arena.
 struct Inner {
     /// Per class, unowned spans with free blocks (or uncarved room).
-    partial: [*mut Span; NCLASS],
+    partial: [SpanList; NCLASS],
     /// All chunks of the arena, those with free units first.
-    chunks: *mut Chunk,
+    chunks: ChunkList,
     n_chunks: usize,
     /// Empty chunks of the arena, retained ones included.
     empty: usize,
@@ -91,8 +96,8 @@ impl Arena {
         ready: AtomicBool::new(false),
         key: UnsafeCell::new(Key { kind: Kind::FirstTouch, nodes: NodeSet::new(), block: 0, node: 0 }),
         inner: SpinLock::new(Inner {
-            partial: [ptr::null_mut(); NCLASS],
-            chunks: ptr::null_mut(),
+            partial: [const { SpanList::new() }; NCLASS],
+            chunks: ChunkList::new(),
             n_chunks: 0,
             empty: 0,
             retained: 0,
@@ -120,8 +125,33 @@ fn ready_arenas() -> impl Iterator<Item = &'static Arena> {
     ARENAS[..n].iter().filter(|a| a.ready.load(Ordering::Acquire))
 }
 
+/// Takes the registration lock and every arena's lock for a `fork` (see
+/// `fork.rs`). With the registration lock held no arena can be added, so
+/// [`unlock_after_fork`] releases exactly these.
+pub(crate) fn lock_for_fork() {
+    REGISTER.lock_held();
+    for a in ready_arenas() {
+        a.inner.lock_held();
+    }
+}
+
+/// Releases what [`lock_for_fork`] took.
+///
+/// # Safety
+///
+/// The calling thread took them with [`lock_for_fork`] (in a child: the
+/// thread that forked did) and has not released them since.
+pub(crate) unsafe fn unlock_after_fork() {
+    for a in ready_arenas() {
+        // SAFETY: per the contract; taken by `lock_for_fork`, no guard.
+        unsafe { a.inner.unlock_held() };
+    }
+    // SAFETY: as above.
+    unsafe { REGISTER.unlock_held() };
+}
+
 /// The arena for `key`, registered on first use. Never allocates.
-pub(crate) fn arena_for(key: &Key) -> &'static Arena {
+pub(crate) fn arena_for(key: &Key, stats: &Counters) -> &'static Arena {
     if let Some(a) = ready_arenas().find(|a| a.key() == key) {
         return a;
     }
@@ -131,7 +161,7 @@ pub(crate) fn arena_for(key: &Key) -> &'static Arena {
     }
     let n = COUNT.load(Ordering::Relaxed);
     if n >= MAX_ARENAS {
-        stats::FALLBACKS.fetch_add(1, Ordering::Relaxed);
+        stats.fallbacks.fetch_add(1, Ordering::Relaxed);
         return &ARENAS[0];
     }
     let a = &ARENAS[n];
@@ -149,22 +179,34 @@ pub(crate) fn arena_for(key: &Key) -> &'static Arena {
 ///
 /// `c` must be a live chunk.
 unsafe fn arena_of(c: *const Chunk) -> &'static Arena {
-    // SAFETY: every chunk's `arena` is a `&'static Arena` written at mapping.
-    unsafe { &*(*c).arena }
+    // SAFETY: every chunk's `owner` is the `&'static Arena` that mapped it
+    // (`new_span`), and the header field is read-only after mapping.
+    unsafe { &*(*c).owner.cast::<Arena>() }
+}
+
+/// The arena a live small or medium block belongs to.
+///
+/// # Safety
+///
+/// `p` is a block of this allocator's chunks that is out (not freed).
+pub(crate) unsafe fn arena_of_block(p: *const u8) -> &'static Arena {
+    // SAFETY: a block that is out keeps its chunk live.
+    unsafe { arena_of(chunk::chunk_of(p)) }
 }
 
 /// Takes a span of class `c` for the calling thread (which owns it from now
 /// on) and the span's free list. A span with no free list has uncarved
 /// room. `None` when the kernel has no memory.
-pub(crate) fn acquire(arena: &'static Arena, c: usize) -> Option<(NonNull<Span>, *mut Block)> {
+pub(crate) fn acquire(arena: &'static Arena, c: usize, stats: &Counters) -> Option<(NonNull<Span>, *mut Block)> {
     let mut g = arena.inner.lock();
-    let s = g.partial[c];
+    let s = g.partial[c].first();
     if let Some(s) = NonNull::new(s) {
         let sp = s.as_ptr();
         // SAFETY: spans on the partial list are unowned and live; the lock
         // gives us their fields. Marking OWNED makes them ours.
         let list = unsafe {
-            unlink_partial(&mut g, sp, c);
+            g.partial[c].unlink(sp);
+            (*sp).in_partial = false;
             let list = (*sp).local;
             (*sp).used.store((*sp).used.load(Relaxed) + (*sp).local_count, Relaxed);
             (*sp).local = ptr::null_mut();
@@ -175,7 +217,7 @@ pub(crate) fn acquire(arena: &'static Arena, c: usize) -> Option<(NonNull<Span>,
         unlock(arena, g);
         return Some((s, list));
     }
-    let (s, _, g) = new_span(arena, g, CLASS_UNITS[c] as usize, c as u8)?;
+    let (s, _, g) = new_span(arena, g, CLASS_UNITS[c] as usize, c as u8, stats)?;
     unlock(arena, g);
     Some((s, ptr::null_mut()))
 }
@@ -189,9 +231,10 @@ fn new_span(
     mut g: SpinGuard<'static, Inner>,
     units: usize,
     class: u8,
+    stats: &Counters,
 ) -> Option<(NonNull<Span>, bool, SpinGuard<'static, Inner>)> {
     loop {
-        let mut c = g.chunks;
+        let mut c = g.chunks.first();
         while !c.is_null() {
             // SAFETY: chunks on the list are live chunks of this arena and
             // the lock (`g`) guards their unit bitmaps; `init_span` gets units
@@ -210,23 +253,25 @@ fn new_span(
         g.next_seq += 1;
         drop(g);
         let key = *arena.key();
-        let Some(new) = chunk::map(arena, &key, seq) else {
-            stats::OUT_OF_MEMORY.fetch_add(1, Ordering::Relaxed);
+        let owner: *const Arena = arena;
+        let Some(new) = chunk::map(owner.cast(), &key, seq) else {
+            stats.out_of_memory.fetch_add(1, Ordering::Relaxed);
             return None;
         };
         let newp = new.as_ptr();
         // SAFETY: the chunk was just mapped and its header written.
         let binding = unsafe { (*newp).binding };
-        stats::account(Account::Chunk, &key, binding, seq, chunk::CHUNK_SIZE, true);
-        stats::CHUNKS_MAPPED.fetch_add(1, Ordering::Relaxed);
+        stats.binding(binding);
+        stats.account(Account::Chunk, &key, binding, seq, chunk::CHUNK_SIZE, true);
+        stats.chunks_mapped.fetch_add(1, Ordering::Relaxed);
         g = arena.inner.lock();
         g.n_chunks += 1;
         g.empty += 1;
         if binding == Binding::Unbound {
             g.unbound += 1;
         }
-        // SAFETY: the new chunk is ours; the lock guards the list.
-        unsafe { push_chunk_front(&mut g, newp) };
+        // SAFETY: the new chunk is ours and on no list; the lock guards the list.
+        unsafe { g.chunks.push_front(newp) };
     }
 }
 
@@ -280,7 +325,7 @@ unsafe fn init_span(g: &mut Inner, c: *mut Chunk, first: usize, units: usize, cl
 ///
 /// The caller owns `span` (its `thread_free` has `OWNED`) and stops using it
 /// and the listed blocks.
-pub(crate) unsafe fn release(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32) {
+pub(crate) unsafe fn release(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32, stats: &Counters) {
     // SAFETY: the span is live while owned; its chunk's arena is static.
     let arena = unsafe { arena_of(chunk::chunk_of(span.cast())) };
     let mut g = arena.inner.lock();
@@ -310,7 +355,7 @@ pub(crate) unsafe fn release(span: *mut Span, head: *mut Block, tail: *mut Block
     unlock(arena, g);
     if let Some(c) = dead {
         // SAFETY: `settle` unlinked the empty chunk; no span of it is in use.
-        unsafe { unmap_chunk(c) };
+        unsafe { unmap_chunk(c, stats) };
     }
 }
 
@@ -322,7 +367,13 @@ pub(crate) unsafe fn release(span: *mut Span, head: *mut Block, tail: *mut Block
 ///
 /// The blocks belong to `span` and are out (counted in `used`); the caller
 /// gives them up if this returns `true`.
-pub(crate) unsafe fn return_blocks(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32) -> bool {
+pub(crate) unsafe fn return_blocks(
+    span: *mut Span,
+    head: *mut Block,
+    tail: *mut Block,
+    count: u32,
+    stats: &Counters,
+) -> bool {
     // SAFETY: the span is live while it has blocks out.
     let arena = unsafe { arena_of(chunk::chunk_of(span.cast())) };
     let mut g = arena.inner.lock();
@@ -341,7 +392,7 @@ pub(crate) unsafe fn return_blocks(span: *mut Span, head: *mut Block, tail: *mut
     unlock(arena, g);
     if let Some(c) = dead {
         // SAFETY: unlinked by `settle`, nothing in use.
-        unsafe { unmap_chunk(c) };
+        unsafe { unmap_chunk(c, stats) };
     }
     true
 }
@@ -360,42 +411,16 @@ unsafe fn settle(g: &mut Inner, span: *mut Span) -> Option<*mut Chunk> {
         let c = (*span).class as usize;
         if (*span).used.load(Relaxed) == 0 {
             if (*span).in_partial {
-                unlink_partial(g, span, c);
+                g.partial[c].unlink(span);
+                (*span).in_partial = false;
             }
             return free_span(g, span);
         }
         if !(*span).in_partial && ((*span).local_count > 0 || (*span).carved < (*span).capacity) {
-            let head = g.partial[c];
-            (*span).prev = ptr::null_mut();
-            (*span).next = head;
-            if !head.is_null() {
-                (*head).prev = span;
-            }
-            g.partial[c] = span;
+            g.partial[c].push_front(span);
             (*span).in_partial = true;
         }
         None
-    }
-}
-
-/// # Safety
-///
-/// Lock held; `span` on the partial list of class `c`.
-unsafe fn unlink_partial(g: &mut Inner, span: *mut Span, c: usize) {
-    // SAFETY: per the contract, the links are valid list members.
-    unsafe {
-        let (p, n) = ((*span).prev, (*span).next);
-        if p.is_null() {
-            g.partial[c] = n;
-        } else {
-            (*p).next = n;
-        }
-        if !n.is_null() {
-            (*n).prev = p;
-        }
-        (*span).in_partial = false;
-        (*span).next = ptr::null_mut();
-        (*span).prev = ptr::null_mut();
     }
 }
 
@@ -417,9 +442,9 @@ unsafe fn free_span(g: &mut Inner, span: *mut Span) -> Option<*mut Chunk> {
         (*c).free_units |= chunk::unit_mask(first, units);
         (*span).units = 0;
         // Chunks with room go first in the list.
-        if g.chunks != c {
-            unlink_chunk(g, c);
-            push_chunk_front(g, c);
+        if g.chunks.first() != c {
+            g.chunks.unlink(c);
+            g.chunks.push_front(c);
         }
         if (*c).free_units != ALL_UNITS_FREE {
             return None;
@@ -428,13 +453,13 @@ unsafe fn free_span(g: &mut Inner, span: *mut Span) -> Option<*mut Chunk> {
             g.empty += 1;
             return None;
         }
-        unlink_chunk(g, c);
+        g.chunks.unlink(c);
         if reserve_retained() {
             let now = sys::monotonic_ms();
             (*c).retained = true;
             (*c).advised = false;
             (*c).empty_since = now;
-            push_chunk_back(g, c);
+            g.chunks.push_back(c);
             g.empty += 1;
             g.retained += 1;
             if g.advise_at == 0 {
@@ -482,7 +507,7 @@ fn unlock(arena: &'static Arena, mut g: SpinGuard<'static, Inner>) {
     let mut due = [ptr::null_mut::<Chunk>(); ADVISE_BATCH];
     let mut n = 0;
     let mut next = 0u64;
-    let mut c = g.chunks;
+    let mut c = g.chunks.first();
     while !c.is_null() {
         // SAFETY: chunks on the list are live; the lock guards the list and
         // the `retained`/`advised`/`empty_since` fields.
@@ -491,7 +516,7 @@ fn unlock(arena: &'static Arena, mut g: SpinGuard<'static, Inner>) {
             if (*c).retained && !(*c).advised {
                 let at = (*c).empty_since.saturating_add(ADVISE_DELAY_MS);
                 if at <= now && n < ADVISE_BATCH {
-                    unlink_chunk(&mut g, c);
+                    g.chunks.unlink(c);
                     due[n] = c;
                     n += 1;
                 } else {
@@ -518,7 +543,7 @@ fn unlock(arena: &'static Arena, mut g: SpinGuard<'static, Inner>) {
             // SAFETY: our unlinked chunks; the lock guards the list.
             unsafe {
                 (*c).advised = true;
-                push_chunk_back(&mut g, c);
+                g.chunks.push_back(c);
             }
         }
     }
@@ -529,79 +554,20 @@ fn unlock(arena: &'static Arena, mut g: SpinGuard<'static, Inner>) {
 /// # Safety
 ///
 /// `c` is empty, unlinked, and no other thread can reach it.
-unsafe fn unmap_chunk(c: *mut Chunk) {
+unsafe fn unmap_chunk(c: *mut Chunk, stats: &Counters) {
     // SAFETY: per the contract; the header is read before unmapping.
     unsafe {
-        stats::account(Account::Chunk, &(*c).key, (*c).binding, (*c).seq, chunk::CHUNK_SIZE, false);
-        stats::CHUNKS_UNMAPPED.fetch_add(1, Ordering::Relaxed);
+        stats.account(Account::Chunk, &(*c).key, (*c).binding, (*c).seq, chunk::CHUNK_SIZE, false);
+        stats.chunks_unmapped.fetch_add(1, Ordering::Relaxed);
         chunk::unmap(c);
-    }
-}
-
-/// # Safety
-///
-/// Lock held; `c` live and on the list.
-unsafe fn unlink_chunk(g: &mut Inner, c: *mut Chunk) {
-    // SAFETY: per the contract.
-    unsafe {
-        let (p, n) = ((*c).prev, (*c).next);
-        if p.is_null() {
-            g.chunks = n;
-        } else {
-            (*p).next = n;
-        }
-        if !n.is_null() {
-            (*n).prev = p;
-        }
-        (*c).next = ptr::null_mut();
-        (*c).prev = ptr::null_mut();
-    }
-}
-
-/// Links `c` last, behind the chunks in use and the hot empty ones, so
-/// that those are used first.
-///
-/// # Safety
-///
-/// Lock held; `c` live and not on the list.
-unsafe fn push_chunk_back(g: &mut Inner, c: *mut Chunk) {
-    // SAFETY: per the contract; list members are live.
-    unsafe {
-        (*c).next = ptr::null_mut();
-        let mut last = g.chunks;
-        if last.is_null() {
-            (*c).prev = ptr::null_mut();
-            g.chunks = c;
-            return;
-        }
-        while !(*last).next.is_null() {
-            last = (*last).next;
-        }
-        (*last).next = c;
-        (*c).prev = last;
-    }
-}
-
-/// # Safety
-///
-/// Lock held; `c` live and not on the list.
-unsafe fn push_chunk_front(g: &mut Inner, c: *mut Chunk) {
-    // SAFETY: per the contract.
-    unsafe {
-        (*c).prev = ptr::null_mut();
-        (*c).next = g.chunks;
-        if !g.chunks.is_null() {
-            (*g.chunks).prev = c;
-        }
-        g.chunks = c;
     }
 }
 
 /// A medium block of `units` units from `arena`, and whether it is known
 /// to be zero. `None` when the kernel has no memory.
-pub(crate) fn alloc_medium(arena: &'static Arena, units: usize) -> Option<(NonNull<u8>, bool)> {
+pub(crate) fn alloc_medium(arena: &'static Arena, units: usize, stats: &Counters) -> Option<(NonNull<u8>, bool)> {
     let g = arena.inner.lock();
-    let (s, clean, mut g) = new_span(arena, g, units, MEDIUM)?;
+    let (s, clean, mut g) = new_span(arena, g, units, MEDIUM, stats)?;
     g.medium_units += units;
     unlock(arena, g);
     // SAFETY: `s` was just initialised and is ours.
@@ -614,7 +580,7 @@ pub(crate) fn alloc_medium(arena: &'static Arena, units: usize) -> Option<(NonNu
 /// # Safety
 ///
 /// `p` must be a live medium block from [`alloc_medium`].
-pub(crate) unsafe fn free_medium(p: *mut u8) {
+pub(crate) unsafe fn free_medium(p: *mut u8, stats: &Counters) {
     // SAFETY: the block is live, so its chunk and span are.
     unsafe {
         let span = chunk::span_of(p);
@@ -625,49 +591,7 @@ pub(crate) unsafe fn free_medium(p: *mut u8) {
         let dead = free_span(&mut g, span);
         unlock(arena, g);
         if let Some(c) = dead {
-            unmap_chunk(c);
-        }
-    }
-}
-
-/// What [`chunk_info`](super::chunk_info) reports.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct ChunkInfo {
-    /// The chunk's first byte (its header).
-    pub start: usize,
-    /// Its length: [`CHUNK_SIZE`](super::CHUNK_SIZE).
-    pub len: usize,
-    /// The policy its pages follow.
-    pub policy: crate::Policy,
-    /// For first-touch and local chunks, the node they were mapped for.
-    pub home: Option<usize>,
-    /// Its arena's sequence number; a cyclic chunk deals its blocks
-    /// starting at node number `seq mod n` of the set.
-    pub seq: u64,
-    /// How the kernel took the binding.
-    pub binding: Binding,
-}
-
-impl ChunkInfo {
-    /// The node the policy means the page at `offset` (from the chunk start)
-    /// for, when it names one: the node of a single-node bind or preferred,
-    /// the cyclic node of the block, the kernel's interleave node by virtual
-    /// page number; `None` for first-touch, local, bind to several nodes,
-    /// and unbound chunks.
-    pub fn intended_node(&self, offset: usize) -> Option<usize> {
-        let page = super::page_size();
-        match (self.binding, self.policy) {
-            (Binding::Unbound, _) => None,
-            (_, crate::Policy::Preferred(n)) => Some(n),
-            (_, crate::Policy::Bind(n)) if n.len() == 1 => n.first(),
-            (Binding::Interleaved, crate::Policy::Cyclic { nodes, .. }) | (_, crate::Policy::Interleave(nodes)) => {
-                Some(crate::policy::interleave_node(&nodes, self.start + offset, page))
-            }
-            (_, crate::Policy::Cyclic { nodes, block }) => {
-                let n = nodes.len() as u64;
-                nodes.nth((((offset / block) as u64 + self.seq % n) % n) as usize)
-            }
-            _ => None,
+            unmap_chunk(c, stats);
         }
     }
 }
@@ -677,21 +601,11 @@ pub(crate) fn find_chunk(p: *const u8) -> Option<ChunkInfo> {
     let want = chunk::chunk_of(p);
     for a in ready_arenas() {
         let g = a.inner.lock();
-        let mut c = g.chunks;
+        let mut c = g.chunks.first();
         while !c.is_null() {
             if c == want {
                 // SAFETY: a live chunk of this arena, lock held.
-                unsafe {
-                    debug_assert!(chunk::is_chunk(c));
-                    return Some(ChunkInfo {
-                        start: c as usize,
-                        len: chunk::CHUNK_SIZE,
-                        policy: (*c).key.policy(),
-                        home: (*c).key.home(),
-                        seq: (*c).seq,
-                        binding: (*c).binding,
-                    });
-                }
+                return Some(unsafe { ChunkInfo::of(c) });
             }
             // SAFETY: live list member.
             c = unsafe { (*c).next };
@@ -705,7 +619,7 @@ pub(crate) fn find_chunk(p: *const u8) -> Option<ChunkInfo> {
 pub(crate) fn retained_and_advised(arena: &Arena) -> (usize, usize) {
     let g = arena.inner.lock();
     let mut advised = 0;
-    let mut c = g.chunks;
+    let mut c = g.chunks.first();
     while !c.is_null() {
         // SAFETY: live chunks of the arena, lock held.
         unsafe {
@@ -725,24 +639,11 @@ pub(crate) fn arena_stats() -> Vec<ArenaStats> {
         let (chunks, empty, retained, unbound, medium_units, small_out) = {
             let g = a.inner.lock();
             let mut small = 0usize;
-            let mut c = g.chunks;
+            let mut c = g.chunks.first();
             while !c.is_null() {
-                // SAFETY: live chunks, lock held; span descriptors of free
-                // units are skipped by walking only the spans units map to.
+                // SAFETY: live chunks of the arena, lock held.
                 unsafe {
-                    let mut u = 1;
-                    while u < UNITS {
-                        if (*c).free_units & (1 << u) != 0 {
-                            u += 1;
-                            continue;
-                        }
-                        let s = ptr::addr_of!((*c).spans[u]);
-                        let units = ((*s).units as usize).max(1);
-                        if (*s).class != MEDIUM {
-                            small += (*s).used.load(Relaxed) as usize;
-                        }
-                        u += units;
-                    }
+                    small += chunk::small_blocks_out(c);
                     c = (*c).next;
                 }
             }

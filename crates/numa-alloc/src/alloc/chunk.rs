@@ -1,5 +1,7 @@
-//! Chunks: 2 MiB-aligned mappings of 32 units of 64 KiB, and the spans
-//! carved from them.
+//! Chunks: 2 MiB-aligned mappings of 32 units of 64 KiB, the spans carved
+//! from them, and the lists that link them. This module maps, binds and
+//! unmaps chunks and keeps their unit bitmaps; it knows nothing of arenas
+//! (a chunk records its owner as an opaque pointer the arena layer gives).
 //!
 //! ```text
 //! chunk (2 MiB, 2 MiB-aligned, bound as its arena's key says)
@@ -37,10 +39,10 @@
 //! lock straight to its `local` list.
 
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU32, AtomicUsize};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use super::arena::Arena;
-use super::key::{Binding, Key};
+use super::key::{self, Binding, Key};
+use crate::policy::{Policy, interleave_node};
 use crate::sys;
 
 /// log2 of the chunk size.
@@ -56,6 +58,19 @@ pub(crate) const UNITS: usize = CHUNK_SIZE / UNIT_SIZE;
 pub(crate) const ALL_UNITS_FREE: u32 = !1;
 
 const MAGIC: usize = 0x5e1a_ff00_c4c4_0001;
+
+static PAGE_SIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// The base page size, read once.
+pub(crate) fn page_size() -> usize {
+    let p = PAGE_SIZE.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    let p = sys::page_size();
+    PAGE_SIZE.store(p, Ordering::Relaxed);
+    p
+}
 
 /// A free block: its first word links to the next free block.
 #[repr(C)]
@@ -104,8 +119,9 @@ pub(crate) struct Span {
 #[repr(C)]
 pub(crate) struct Chunk {
     pub(crate) magic: usize,
-    /// The arena the chunk belongs to.
-    pub(crate) arena: *const Arena,
+    /// Who owns the chunk, as given to [`map`]: the arena layer's pointer
+    /// to its arena, opaque here.
+    pub(crate) owner: *const (),
     /// The arena's chunk sequence number: cyclic chunks rotate by it.
     pub(crate) seq: u64,
     /// The placement its pages follow.
@@ -160,10 +176,10 @@ pub(crate) unsafe fn span_of(p: *const u8) -> *mut Span {
     }
 }
 
-/// Maps a fresh chunk for `arena`, binds it as `key` says (rotated by `seq`
+/// Maps a fresh chunk for `owner`, binds it as `key` says (rotated by `seq`
 /// for cyclic keys) and writes its header. Returns `None` when the kernel
 /// has no memory. Never allocates.
-pub(crate) fn map(arena: *const Arena, key: &Key, seq: u64) -> Option<NonNull<Chunk>> {
+pub(crate) fn map(owner: *const (), key: &Key, seq: u64) -> Option<NonNull<Chunk>> {
     let base = map_aligned(CHUNK_SIZE, CHUNK_SIZE)?;
     let (binding, pieces) = key.bind(base.as_ptr(), CHUNK_SIZE, seq);
     let c = base.as_ptr().cast::<Chunk>();
@@ -174,7 +190,7 @@ pub(crate) fn map(arena: *const Arena, key: &Key, seq: u64) -> Option<NonNull<Ch
     // span array (null pointers, zero counters, unowned).
     unsafe {
         ptr::addr_of_mut!((*c).magic).write(MAGIC);
-        ptr::addr_of_mut!((*c).arena).write(arena);
+        ptr::addr_of_mut!((*c).owner).write(owner);
         ptr::addr_of_mut!((*c).seq).write(seq);
         ptr::addr_of_mut!((*c).key).write(*key);
         ptr::addr_of_mut!((*c).binding).write(binding);
@@ -200,7 +216,7 @@ pub(crate) unsafe fn unmap(c: *mut Chunk) {
     // SAFETY: the chunk is a CHUNK_SIZE mapping the caller gives up; the
     // header is read before the mapping goes.
     unsafe {
-        super::key::release_pieces((*c).pieces);
+        key::release_pieces((*c).pieces);
         if let Some(p) = NonNull::new(c.cast::<u8>()) {
             let _ = sys::munmap(p, CHUNK_SIZE);
         }
@@ -231,7 +247,7 @@ pub(crate) unsafe fn advise_free(c: *mut Chunk) -> bool {
 /// # Safety
 ///
 /// `c` must point to readable memory of at least a `Chunk`.
-pub(crate) unsafe fn is_chunk(c: *const Chunk) -> bool {
+unsafe fn is_chunk(c: *const Chunk) -> bool {
     // SAFETY: readable per the caller.
     unsafe { (*c).magic == MAGIC }
 }
@@ -290,6 +306,218 @@ pub(crate) fn find_units(free: u32, n: usize) -> Option<usize> {
 /// The unit mask of `n` units from `first`.
 pub(crate) fn unit_mask(first: usize, n: usize) -> u32 {
     (((1u64 << n) - 1) << first) as u32
+}
+
+/// The blocks handed out of a chunk's small spans and not yet returned to
+/// them (in use, cached by threads, or in remote-free batches).
+///
+/// # Safety
+///
+/// `c` is a live chunk and the caller holds what guards its unit bitmap
+/// (its arena's lock).
+pub(crate) unsafe fn small_blocks_out(c: *const Chunk) -> usize {
+    let mut out = 0;
+    let mut u = 1;
+    while u < UNITS {
+        // SAFETY: per the contract; only the descriptors of spans that
+        // units map to are read (those of free units are skipped).
+        unsafe {
+            if (*c).free_units & (1 << u) != 0 {
+                u += 1;
+                continue;
+            }
+            let s = ptr::addr_of!((*c).spans[u]);
+            if (*s).class != MEDIUM {
+                out += (*s).used.load(Ordering::Relaxed) as usize;
+            }
+            u += ((*s).units as usize).max(1);
+        }
+    }
+    out
+}
+
+/// A member of an intrusive doubly linked [`List`]: its links are two of
+/// its own fields.
+///
+/// # Safety
+///
+/// For a live `this`, `next` and `prev` return pointers to two distinct
+/// fields of `*this` (and nothing else).
+pub(crate) unsafe trait Linked: Sized {
+    /// The link to the next member.
+    fn next(this: *mut Self) -> *mut *mut Self;
+    /// The link to the previous member.
+    fn prev(this: *mut Self) -> *mut *mut Self;
+}
+
+// SAFETY: `next` and `prev` are distinct fields of the header.
+unsafe impl Linked for Chunk {
+    fn next(this: *mut Self) -> *mut *mut Self {
+        this.wrapping_byte_add(core::mem::offset_of!(Chunk, next)).cast()
+    }
+    fn prev(this: *mut Self) -> *mut *mut Self {
+        this.wrapping_byte_add(core::mem::offset_of!(Chunk, prev)).cast()
+    }
+}
+
+// SAFETY: `next` and `prev` are distinct fields of the descriptor.
+unsafe impl Linked for Span {
+    fn next(this: *mut Self) -> *mut *mut Self {
+        this.wrapping_byte_add(core::mem::offset_of!(Span, next)).cast()
+    }
+    fn prev(this: *mut Self) -> *mut *mut Self {
+        this.wrapping_byte_add(core::mem::offset_of!(Span, prev)).cast()
+    }
+}
+
+/// An intrusive doubly linked list: an arena's chunks, or its spans of one
+/// class that no thread owns and that have free blocks.
+///
+/// Invariant: every member is live and on no other list; whoever owns the
+/// list (an arena, under its lock) alone follows and changes the links.
+pub(crate) struct List<T> {
+    head: *mut T,
+}
+
+/// An arena's chunks.
+pub(crate) type ChunkList = List<Chunk>;
+/// An arena's unowned spans of one class with free blocks.
+pub(crate) type SpanList = List<Span>;
+
+impl<T: Linked> List<T> {
+    pub(crate) const fn new() -> Self {
+        Self { head: ptr::null_mut() }
+    }
+
+    /// The first member, or null.
+    pub(crate) fn first(&self) -> *mut T {
+        self.head
+    }
+
+    /// Links `m` first.
+    ///
+    /// # Safety
+    ///
+    /// `m` is live and on no list.
+    pub(crate) unsafe fn push_front(&mut self, m: *mut T) {
+        // SAFETY: per the contract and the list's invariant, the links are
+        // fields of live members (`Linked`).
+        unsafe {
+            *T::prev(m) = ptr::null_mut();
+            *T::next(m) = self.head;
+            if !self.head.is_null() {
+                *T::prev(self.head) = m;
+            }
+        }
+        self.head = m;
+    }
+
+    /// Links `m` last.
+    ///
+    /// # Safety
+    ///
+    /// `m` is live and on no list.
+    pub(crate) unsafe fn push_back(&mut self, m: *mut T) {
+        // SAFETY: as in `push_front`.
+        unsafe {
+            *T::next(m) = ptr::null_mut();
+            let mut last = self.head;
+            if last.is_null() {
+                *T::prev(m) = ptr::null_mut();
+                self.head = m;
+                return;
+            }
+            while !(*T::next(last)).is_null() {
+                last = *T::next(last);
+            }
+            *T::next(last) = m;
+            *T::prev(m) = last;
+        }
+    }
+
+    /// Unlinks `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is on this list.
+    pub(crate) unsafe fn unlink(&mut self, m: *mut T) {
+        // SAFETY: as in `push_front`; `m`'s neighbours are live members.
+        unsafe {
+            let (p, n) = (*T::prev(m), *T::next(m));
+            if p.is_null() {
+                self.head = n;
+            } else {
+                *T::next(p) = n;
+            }
+            if !n.is_null() {
+                *T::prev(n) = p;
+            }
+            *T::next(m) = ptr::null_mut();
+            *T::prev(m) = ptr::null_mut();
+        }
+    }
+}
+
+/// What [`chunk_info`](super::chunk_info) reports.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ChunkInfo {
+    /// The chunk's first byte (its header).
+    pub start: usize,
+    /// Its length: [`CHUNK_SIZE`].
+    pub len: usize,
+    /// The policy its pages follow.
+    pub policy: Policy,
+    /// For first-touch and local chunks, the node they were mapped for.
+    pub home: Option<usize>,
+    /// Its arena's sequence number; a cyclic chunk deals its blocks
+    /// starting at node number `seq mod n` of the set.
+    pub seq: u64,
+    /// How the kernel took the binding.
+    pub binding: Binding,
+}
+
+impl ChunkInfo {
+    /// What the header of the live chunk `c` says.
+    ///
+    /// # Safety
+    ///
+    /// `c` is a live chunk.
+    pub(crate) unsafe fn of(c: *const Chunk) -> ChunkInfo {
+        // SAFETY: per the contract; these header fields are read-only once
+        // the chunk is published.
+        unsafe {
+            debug_assert!(is_chunk(c));
+            ChunkInfo {
+                start: c as usize,
+                len: CHUNK_SIZE,
+                policy: (*c).key.policy(),
+                home: (*c).key.home(),
+                seq: (*c).seq,
+                binding: (*c).binding,
+            }
+        }
+    }
+
+    /// The node the policy means the page at `offset` (from the chunk start)
+    /// for, when it names one: the node of a single-node bind or preferred,
+    /// the cyclic node of the block, the kernel's interleave node by virtual
+    /// page number; `None` for first-touch, local, bind to several nodes,
+    /// and unbound chunks.
+    pub fn intended_node(&self, offset: usize) -> Option<usize> {
+        match (self.binding, self.policy) {
+            (Binding::Unbound, _) => None,
+            (_, Policy::Preferred(n)) => Some(n),
+            (_, Policy::Bind(n)) if n.len() == 1 => n.first(),
+            (Binding::Interleaved, Policy::Cyclic { nodes, .. }) | (_, Policy::Interleave(nodes)) => {
+                Some(interleave_node(&nodes, self.start + offset, page_size()))
+            }
+            (_, Policy::Cyclic { nodes, block }) => {
+                let n = nodes.len() as u64;
+                nodes.nth((((offset / block) as u64 + self.seq % n) % n) as usize)
+            }
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

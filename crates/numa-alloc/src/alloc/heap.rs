@@ -1,6 +1,7 @@
-//! The per-thread cache: the fast paths, the slow paths behind them,
-//! remote-free batches, medium blocks kept for reuse, the thread's policy,
-//! and handing everything back when the thread exits.
+//! The per-thread cache: the fast paths, the slow paths behind them (spans
+//! taken from and given back to arenas), medium blocks kept for reuse, the
+//! thread's policy and the arena it resolves to, and handing everything
+//! back when the thread exits.
 //!
 //! A thread allocates each size class from one span it owns (its *current*
 //! span) and keeps that span's free blocks in `free[class]`, a list only it
@@ -12,11 +13,8 @@
 //! again before the thread asks its arena for another. A kept span whose
 //! blocks are all free goes back to its arena at once.
 //!
-//! A block freed by a thread that does not own its span goes into a small
-//! batch keyed by span; a full batch (or one evicted by another span)
-//! travels in one step: a single compare-and-swap onto the owning thread's
-//! `thread_free` chain, or, for a span no thread owns, a splice under its
-//! arena's lock.
+//! A block freed by a thread that does not own its span goes into the
+//! thread's remote-free batches (`remote.rs`).
 //!
 //! # Medium blocks
 //!
@@ -43,23 +41,20 @@
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::arena::{self, Arena};
-use super::chunk::{self, Block, OWNED, Span, UNIT_SIZE, span_of};
+use super::chunk::{Block, OWNED, Span, UNIT_SIZE, span_of};
 use super::class::{CLASS_SIZE, MEDIUM_MAX, NCLASS};
-use super::key::Key;
-use super::lock::SpinLock;
-use super::stats;
+use super::fork;
+use super::key::{self, Key};
+use super::remote::{self, RemoteFrees};
+use super::stats::Counters;
 use crate::policy::Policy;
 use crate::sys;
 
-/// Remote-free batch slots per thread.
-const SLOTS: usize = 16;
 /// Exhausted spans a thread keeps owning per size class.
 pub(crate) const KEPT_PER_CLASS: usize = 4;
-/// A batch travels when it holds this many blocks.
-const BATCH_MAX: u32 = 64;
 /// Bytes carved from a fresh span per refill.
 const CARVE_BYTES: usize = 8 << 10;
 /// Medium block sizes, in units (1 to 8): one cache bin each.
@@ -68,16 +63,6 @@ const MEDIUM_BINS: usize = MEDIUM_MAX / UNIT_SIZE;
 pub(crate) const MEDIUM_BIN_MAX: u8 = 4;
 /// The most units (64 KiB) of medium blocks a thread keeps in all: 2 MiB.
 pub(crate) const MEDIUM_CACHE_UNITS: u32 = 32;
-
-#[derive(Clone, Copy)]
-struct Batch {
-    span: *mut Span,
-    head: *mut Block,
-    tail: *mut Block,
-    count: u32,
-}
-
-const NO_BATCH: Batch = Batch { span: ptr::null_mut(), head: ptr::null_mut(), tail: ptr::null_mut(), count: 0 };
 
 /// Heap states.
 const FRESH: u8 = 0;
@@ -93,7 +78,8 @@ pub(crate) struct Heap {
     /// first; `kept_n[c]` of them are valid.
     kept: [[*mut Span; KEPT_PER_CLASS]; NCLASS],
     kept_n: [u8; NCLASS],
-    batch: [Batch; SLOTS],
+    /// Blocks freed into spans of other threads (or of none), on their way back.
+    remote: RemoteFrees,
     /// Freed medium blocks of `arena` kept for reuse, by unit count - 1,
     /// linked through their first word.
     medium: [*mut Block; MEDIUM_BINS],
@@ -118,7 +104,7 @@ impl Heap {
         cur: [ptr::null_mut(); NCLASS],
         kept: [[ptr::null_mut(); KEPT_PER_CLASS]; NCLASS],
         kept_n: [0; NCLASS],
-        batch: [NO_BATCH; SLOTS],
+        remote: RemoteFrees::NEW,
         medium: [ptr::null_mut(); MEDIUM_BINS],
         medium_count: [0; MEDIUM_BINS],
         medium_units: 0,
@@ -134,10 +120,6 @@ impl Heap {
 thread_local! {
     static HEAP: UnsafeCell<Heap> = const { UnsafeCell::new(Heap::NEW) };
 }
-
-/// The process-wide default policy, and an epoch bumped on every change.
-static DEFAULT: SpinLock<Policy> = SpinLock::new(Policy::FirstTouch);
-static DEFAULT_EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// Runs `f` on the calling thread's heap.
 ///
@@ -155,7 +137,7 @@ fn with_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> R {
 
 /// Allocates a block of class `c` (`c < NCLASS`).
 #[inline(always)]
-pub(crate) fn alloc_small(c: usize) -> *mut u8 {
+pub(crate) fn alloc_small(c: usize, stats: &'static Counters) -> *mut u8 {
     with_heap(|h| {
         let b = h.free[c];
         if !b.is_null() {
@@ -164,7 +146,7 @@ pub(crate) fn alloc_small(c: usize) -> *mut u8 {
             h.free[c] = unsafe { (*b).next };
             return b.cast();
         }
-        alloc_slow(h, c)
+        alloc_slow(h, c, stats)
     })
 }
 
@@ -174,7 +156,7 @@ pub(crate) fn alloc_small(c: usize) -> *mut u8 {
 ///
 /// `p` is a live block of class `c` from this allocator.
 #[inline(always)]
-pub(crate) unsafe fn free_small(p: *mut u8, c: usize) {
+pub(crate) unsafe fn free_small(p: *mut u8, c: usize, stats: &'static Counters) {
     // SAFETY: a live block's span is live.
     let span = unsafe { span_of(p) };
     let b = p.cast::<Block>();
@@ -186,15 +168,15 @@ pub(crate) unsafe fn free_small(p: *mut u8, c: usize) {
             h.free[c] = b;
         } else {
             // SAFETY: per the contract, and `span` is not current.
-            unsafe { free_slow(h, c, span, b) }
+            unsafe { free_slow(h, c, span, b, stats) }
         }
     })
 }
 
 #[cold]
 #[inline(never)]
-fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
-    refresh(h);
+fn alloc_slow(h: &mut Heap, c: usize, stats: &'static Counters) -> *mut u8 {
+    refresh(h, stats);
     let span = h.cur[c];
     if !span.is_null() {
         // SAFETY: the current span is owned by this thread (its
@@ -220,7 +202,7 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
             // blocks if there is one.
             h.cur[c] = ptr::null_mut();
             if let Some(next) = take_kept_with_free(h, c) {
-                keep(h, c, span);
+                keep(h, c, span, stats);
                 h.cur[c] = next;
                 if !h.free[c].is_null() {
                     return pop(h, c);
@@ -231,14 +213,14 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
                 return pop(h, c);
             }
             if h.state == CACHED {
-                keep(h, c, span);
+                keep(h, c, span, stats);
             } else {
-                arena::release(span, ptr::null_mut(), ptr::null_mut(), 0);
+                arena::release(span, ptr::null_mut(), ptr::null_mut(), 0, stats);
             }
         }
     }
-    let arena = arena_for_new_span(h);
-    let Some((span, list)) = arena::acquire(arena, c) else {
+    let arena = arena_for_new_span(h, stats);
+    let Some((span, list)) = arena::acquire(arena, c, stats) else {
         return ptr::null_mut();
     };
     let span = span.as_ptr();
@@ -250,7 +232,7 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
     }
     let p = pop(h, c);
     if h.state == UNCACHED {
-        release_all(h);
+        release_all(h, stats);
     }
     p
 }
@@ -261,7 +243,7 @@ fn alloc_slow(h: &mut Heap, c: usize) -> *mut u8 {
 /// # Safety
 ///
 /// The thread owns `span` (class `c`), which is neither current nor kept.
-unsafe fn keep(h: &mut Heap, c: usize, span: *mut Span) {
+unsafe fn keep(h: &mut Heap, c: usize, span: *mut Span, stats: &Counters) {
     let n = h.kept_n[c] as usize;
     if n == KEPT_PER_CLASS {
         let oldest = h.kept[c][0];
@@ -269,7 +251,7 @@ unsafe fn keep(h: &mut Heap, c: usize, span: *mut Span) {
         h.kept[c][KEPT_PER_CLASS - 1] = span;
         // SAFETY: a kept span is owned by this thread, and its free blocks
         // are on its own `local` list, which `release` takes over.
-        unsafe { arena::release(oldest, ptr::null_mut(), ptr::null_mut(), 0) };
+        unsafe { arena::release(oldest, ptr::null_mut(), ptr::null_mut(), 0, stats) };
     } else {
         h.kept[c][n] = span;
         h.kept_n[c] += 1;
@@ -349,7 +331,7 @@ unsafe fn carve(h: &mut Heap, c: usize, span: *mut Span) {
 /// thread's current span of class `c`.
 #[cold]
 #[inline(never)]
-unsafe fn free_slow(h: &mut Heap, c: usize, span: *mut Span, b: *mut Block) {
+unsafe fn free_slow(h: &mut Heap, c: usize, span: *mut Span, b: *mut Block, stats: &Counters) {
     if let Some(i) = kept_index(h, c, span) {
         // SAFETY: a kept span is ours: its `local` list and counters are
         // touched by this thread only; the block is ours to link.
@@ -366,84 +348,31 @@ unsafe fn free_slow(h: &mut Heap, c: usize, span: *mut Span, b: *mut Block) {
                 let n = h.kept_n[c] as usize;
                 h.kept[c].copy_within(i + 1..n, i);
                 h.kept_n[c] -= 1;
-                arena::release(span, ptr::null_mut(), ptr::null_mut(), 0);
+                arena::release(span, ptr::null_mut(), ptr::null_mut(), 0, stats);
             }
         }
         return;
     }
-    if h.state == UNCACHED {
-        // SAFETY: per the contract.
-        unsafe {
-            (*b).next = ptr::null_mut();
-            flush(span, b, b, 1);
-        }
-        return;
-    }
-    let slot = ((span as usize >> 6) ^ (span as usize >> 21)) % SLOTS;
-    let bt = &mut h.batch[slot];
-    // SAFETY: batches hold blocks of their span, which stays live while they
-    // are out; the block is ours to link.
+    // SAFETY: per the contract, the block is ours to give up.
     unsafe {
-        if bt.span == span {
-            (*b).next = bt.head;
-            bt.head = b;
-            bt.count += 1;
-            if bt.count >= BATCH_MAX {
-                let full = core::mem::replace(bt, NO_BATCH);
-                flush(full.span, full.head, full.tail, full.count);
-            }
-            return;
-        }
-        let old = core::mem::replace(bt, Batch { span, head: b, tail: b, count: 1 });
-        (*b).next = ptr::null_mut();
-        if !old.span.is_null() {
-            flush(old.span, old.head, old.tail, old.count);
-        }
-    }
-}
-
-/// Hands a chain of `count` blocks of `span` back: onto the owner's
-/// `thread_free` if some thread owns the span, else to its arena.
-///
-/// # Safety
-///
-/// The blocks belong to `span` and are out; the caller gives them up.
-unsafe fn flush(span: *mut Span, head: *mut Block, tail: *mut Block, count: u32) {
-    loop {
-        // SAFETY: the span is live while these blocks are out.
-        let cur = unsafe { (*span).thread_free.load(Ordering::Relaxed) };
-        if cur & OWNED != 0 {
-            // SAFETY: the chain is ours until the CAS publishes it.
-            unsafe { (*tail).next = (cur & !OWNED) as *mut Block };
-            let new = head as usize | OWNED;
-            // SAFETY: as above.
-            let swapped = unsafe {
-                (*span).thread_free.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed).is_ok()
-            };
-            if swapped {
-                stats::REMOTE_FREES.fetch_add(count as u64, Ordering::Relaxed);
-                stats::REMOTE_FLUSHES.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+        if h.state == UNCACHED {
+            (*b).next = ptr::null_mut();
+            remote::hand_back(span, b, b, 1, stats);
         } else {
-            // SAFETY: per the contract.
-            if unsafe { arena::return_blocks(span, head, tail, count) } {
-                stats::DEFERRED_FREES.fetch_add(count as u64, Ordering::Relaxed);
-                return;
-            }
+            h.remote.push(span, b, stats);
         }
     }
 }
 
 /// Hands every current span (with its cached blocks) and every pending
 /// batch back.
-fn release_all(h: &mut Heap) {
+fn release_all(h: &mut Heap, stats: &Counters) {
     for c in 0..NCLASS {
         let kept = core::mem::replace(&mut h.kept_n[c], 0) as usize;
         for i in 0..kept {
             // SAFETY: a kept span is owned by this thread; its free blocks
             // are on its `local` list, which `release` takes over.
-            unsafe { arena::release(h.kept[c][i], ptr::null_mut(), ptr::null_mut(), 0) };
+            unsafe { arena::release(h.kept[c][i], ptr::null_mut(), ptr::null_mut(), 0, stats) };
         }
         let span = core::mem::replace(&mut h.cur[c], ptr::null_mut());
         let head = core::mem::replace(&mut h.free[c], ptr::null_mut());
@@ -461,21 +390,15 @@ fn release_all(h: &mut Heap) {
                     n += 1;
                 }
             }
-            arena::release(span, head, tail, n);
+            arena::release(span, head, tail, n, stats);
         }
     }
-    for i in 0..SLOTS {
-        let b = core::mem::replace(&mut h.batch[i], NO_BATCH);
-        if !b.span.is_null() {
-            // SAFETY: a pending batch of its span's blocks.
-            unsafe { flush(b.span, b.head, b.tail, b.count) };
-        }
-    }
-    release_medium(h);
+    h.remote.flush(stats);
+    release_medium(h, stats);
 }
 
 /// Hands every medium block the thread keeps back to its arena.
-fn release_medium(h: &mut Heap) {
+fn release_medium(h: &mut Heap, stats: &Counters) {
     for bin in 0..MEDIUM_BINS {
         let mut b = core::mem::replace(&mut h.medium[bin], ptr::null_mut());
         h.medium_count[bin] = 0;
@@ -487,7 +410,7 @@ fn release_medium(h: &mut Heap) {
             // back.
             unsafe {
                 let next = (*b).next;
-                arena::free_medium(b.cast());
+                arena::free_medium(b.cast(), stats);
                 b = next;
             }
         }
@@ -498,75 +421,54 @@ fn release_medium(h: &mut Heap) {
 /// Brings the heap up to date: arms the exit hook on first use, follows a
 /// change of the default policy, resolves the arena.
 #[inline]
-fn refresh(h: &mut Heap) {
+fn refresh(h: &mut Heap, stats: &'static Counters) {
     if h.state == FRESH {
-        h.state = if arm_exit_hook() { CACHED } else { UNCACHED };
+        fork::register();
+        h.state = if arm_exit_hook(stats) { CACHED } else { UNCACHED };
     }
     if !h.has_policy {
-        let epoch = DEFAULT_EPOCH.load(Ordering::Acquire);
+        let epoch = key::default_epoch();
         if epoch != h.default_epoch {
-            release_all(h);
+            release_all(h, stats);
             h.default_epoch = epoch;
             h.arena = ptr::null();
         }
     }
     if h.arena.is_null() {
-        resolve(h);
-    } else if h.key.follows_thread_node() && thread_node() != h.key.node {
+        resolve(h, stats);
+    } else if h.key.follows_thread_node() && key::thread_node() != h.key.node {
         // The thread moved to another node: first-touch and local blocks
         // come from that node's arena from now on.
-        release_all(h);
-        resolve(h);
+        release_all(h, stats);
+        resolve(h, stats);
     }
 }
 
-fn resolve(h: &mut Heap) {
-    let policy = if h.has_policy { h.policy } else { *DEFAULT.lock() };
-    let node = thread_node();
+fn resolve(h: &mut Heap, stats: &Counters) {
+    let policy = if h.has_policy { h.policy } else { key::default_policy() };
+    let node = key::thread_node();
     h.key = Key::new(&policy, node);
-    h.arena = arena::arena_for(&h.key);
+    h.arena = arena::arena_for(&h.key, stats);
 }
 
 /// The arena a new span or medium block comes from (resolved here if
 /// `refresh` has not).
-fn arena_for_new_span(h: &mut Heap) -> &'static Arena {
+fn arena_for_new_span(h: &mut Heap, stats: &Counters) -> &'static Arena {
     if h.arena.is_null() {
-        resolve(h);
+        resolve(h, stats);
     }
     // SAFETY: non-null `arena` pointers come from `arena::arena_for`, which
     // returns `&'static` arenas of the static table.
     unsafe { &*h.arena }
 }
 
-/// Node of each CPU, learnt from `getcpu` as threads run there (0 = not
-/// known yet, else node + 1).
-static CPU_NODE: [AtomicU16; crate::sets::MAX_CPUS] = [const { AtomicU16::new(0) }; crate::sets::MAX_CPUS];
-
-/// The node the calling thread runs on: `sched_getcpu` (no system call) and
-/// the CPU's node, asking the kernel the first time a CPU is seen.
-fn thread_node() -> usize {
-    let cpu = sys::sched_getcpu();
-    if let Some(known) = cpu.and_then(|c| CPU_NODE.get(c)) {
-        let v = known.load(Ordering::Relaxed);
-        if v != 0 {
-            return v as usize - 1;
-        }
-    }
-    let Ok((cpu, node)) = sys::getcpu() else { return 0 };
-    let node = node.min(crate::MAX_NODES - 1);
-    if let Some(slot) = CPU_NODE.get(cpu) {
-        slot.store(node as u16 + 1, Ordering::Relaxed);
-    }
-    node
-}
-
 /// A medium block of `units` units (`1..=MEDIUM_BINS`), and whether it is
 /// known to be zero: from the thread's bin if it holds one, else from the
 /// thread's arena. `None` when the kernel has no memory.
 #[inline]
-pub(crate) fn alloc_medium(units: usize) -> Option<(NonNull<u8>, bool)> {
+pub(crate) fn alloc_medium(units: usize, stats: &'static Counters) -> Option<(NonNull<u8>, bool)> {
     with_heap(|h| {
-        refresh(h);
+        refresh(h, stats);
         let bin = units - 1;
         let b = h.medium[bin];
         if let Some(p) = NonNull::new(b) {
@@ -578,7 +480,7 @@ pub(crate) fn alloc_medium(units: usize) -> Option<(NonNull<u8>, bool)> {
             h.medium_units -= units as u32;
             return Some((p.cast(), false));
         }
-        arena::alloc_medium(arena_for_new_span(h), units)
+        arena::alloc_medium(arena_for_new_span(h, stats), units, stats)
     })
 }
 
@@ -589,14 +491,14 @@ pub(crate) fn alloc_medium(units: usize) -> Option<(NonNull<u8>, bool)> {
 ///
 /// `p` is a live medium block from this allocator; nothing uses it after.
 #[inline]
-pub(crate) unsafe fn free_medium(p: *mut u8) {
+pub(crate) unsafe fn free_medium(p: *mut u8, stats: &Counters) {
     // SAFETY: a live block's chunk and span are live, and the span's unit
     // count and the chunk's arena do not change while the block is out.
-    let (units, arena) = unsafe { ((*span_of(p)).units as u32, (*chunk::chunk_of(p)).arena) };
+    let (units, arena) = unsafe { ((*span_of(p)).units as u32, arena::arena_of_block(p)) };
     let kept = with_heap(|h| {
         let bin = (units as usize).wrapping_sub(1);
         let fits = h.state == CACHED
-            && arena == h.arena
+            && ptr::eq(arena, h.arena)
             && bin < MEDIUM_BINS
             && h.medium_count[bin] < MEDIUM_BIN_MAX
             && h.medium_units + units <= MEDIUM_CACHE_UNITS;
@@ -613,15 +515,15 @@ pub(crate) unsafe fn free_medium(p: *mut u8) {
     });
     if !kept {
         // SAFETY: per the contract.
-        unsafe { arena::free_medium(p) };
+        unsafe { arena::free_medium(p, stats) };
     }
 }
 
 /// The calling thread's arena and key, resolved (for large blocks).
-pub(crate) fn current_placement() -> (&'static Arena, Key) {
+pub(crate) fn current_placement(stats: &'static Counters) -> (&'static Arena, Key) {
     with_heap(|h| {
-        refresh(h);
-        let a = arena_for_new_span(h);
+        refresh(h, stats);
+        let a = arena_for_new_span(h, stats);
         (a, h.key)
     })
 }
@@ -630,24 +532,39 @@ pub(crate) fn current_placement() -> (&'static Arena, Key) {
 
 /// 0: not created; `usize::MAX`: creation failed; else key + 1.
 static EXIT_KEY: AtomicUsize = AtomicUsize::new(0);
-static EXIT_KEY_LOCK: SpinLock<()> = SpinLock::new(());
 
-fn arm_exit_hook() -> bool {
+/// The pthread key whose destructor hands a thread's cache back, created by
+/// the first thread that needs it. Threads that race to create it each make
+/// one; the first to publish wins and the others delete theirs (no lock, so
+/// there is nothing a `fork` could catch half-held).
+fn exit_key() -> Option<sys::ThreadKey> {
     let mut k = EXIT_KEY.load(Ordering::Acquire);
     if k == 0 {
-        let _g = EXIT_KEY_LOCK.lock();
-        k = EXIT_KEY.load(Ordering::Acquire);
-        if k == 0 {
-            k = match sys::thread_key_create(on_thread_exit) {
-                Ok(key) => key as usize + 1,
-                Err(_) => usize::MAX,
-            };
-            EXIT_KEY.store(k, Ordering::Release);
-        }
+        let mine = match sys::thread_key_create(on_thread_exit) {
+            Ok(key) => key as usize + 1,
+            Err(_) => usize::MAX,
+        };
+        k = match EXIT_KEY.compare_exchange(0, mine, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => mine,
+            Err(theirs) => {
+                if mine != usize::MAX {
+                    // No thread stored a value under it: nothing to run.
+                    let _ = sys::thread_key_delete((mine - 1) as sys::ThreadKey);
+                }
+                theirs
+            }
+        };
     }
-    let armed = k != usize::MAX && sys::thread_key_set((k - 1) as sys::ThreadKey, ptr::dangling::<c_void>()).is_ok();
+    (k != usize::MAX).then(|| (k - 1) as sys::ThreadKey)
+}
+
+/// Arms the calling thread's exit hook; the value stored under the key,
+/// which pthread hands to the hook, is the counters the hook passes down.
+fn arm_exit_hook(stats: &'static Counters) -> bool {
+    let value: *const Counters = stats;
+    let armed = exit_key().is_some_and(|k| sys::thread_key_set(k, value.cast::<c_void>()).is_ok());
     if !armed {
-        stats::NO_THREAD_EXIT_HOOK.fetch_add(1, Ordering::Relaxed);
+        stats.no_thread_exit_hook.fetch_add(1, Ordering::Relaxed);
     }
     armed
 }
@@ -657,10 +574,13 @@ fn arm_exit_hook() -> bool {
 /// # Safety
 ///
 /// Only pthread calls it, once per exiting thread that armed the key, on
-/// that thread, outside any allocator call; the argument is not used.
-unsafe extern "C" fn on_thread_exit(_: *mut c_void) {
+/// that thread, outside any allocator call, with the value
+/// [`arm_exit_hook`] stored: a `&'static Counters`.
+unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
+    // SAFETY: per the contract, `value` is the `&'static Counters` stored.
+    let stats = unsafe { &*value.cast_const().cast::<Counters>() };
     with_heap(|h| {
-        release_all(h);
+        release_all(h, stats);
         h.state = UNCACHED;
     });
 }
@@ -668,9 +588,9 @@ unsafe extern "C" fn on_thread_exit(_: *mut c_void) {
 // ------------------------------------------------------------- public API
 
 /// Sets the calling thread's policy (already validated).
-pub(crate) fn set_thread_policy(policy: Option<Policy>) {
+pub(crate) fn set_thread_policy(policy: Option<Policy>, stats: &Counters) {
     with_heap(|h| {
-        release_all(h);
+        release_all(h, stats);
         match policy {
             Some(p) => {
                 h.policy = p;
@@ -679,7 +599,7 @@ pub(crate) fn set_thread_policy(policy: Option<Policy>) {
             None => h.has_policy = false,
         }
         h.arena = ptr::null();
-        h.default_epoch = DEFAULT_EPOCH.load(Ordering::Acquire);
+        h.default_epoch = key::default_epoch();
     })
 }
 
@@ -688,28 +608,16 @@ pub(crate) fn thread_policy() -> Option<Policy> {
     with_heap(|h| h.has_policy.then_some(h.policy))
 }
 
-/// Sets the process-wide default (already validated).
-pub(crate) fn set_default_policy(policy: Policy) {
-    let mut g = DEFAULT.lock();
-    *g = policy;
-    DEFAULT_EPOCH.fetch_add(1, Ordering::AcqRel);
-}
-
-/// The process-wide default.
-pub(crate) fn default_policy() -> Policy {
-    *DEFAULT.lock()
-}
-
 /// Hands the calling thread's cache back.
-pub(crate) fn flush_thread_cache() {
-    with_heap(release_all);
+pub(crate) fn flush_thread_cache(stats: &Counters) {
+    with_heap(|h| release_all(h, stats));
 }
 
 /// The policy the calling thread's next new chunk follows, and for
 /// first-touch and local the node it is for.
-pub(crate) fn effective() -> (Policy, Option<usize>) {
+pub(crate) fn effective(stats: &'static Counters) -> (Policy, Option<usize>) {
     with_heap(|h| {
-        refresh(h);
+        refresh(h, stats);
         (h.key.policy(), h.key.home())
     })
 }

@@ -4,11 +4,12 @@
 //! A [`Key`] is a [`Policy`] made concrete for one thread: first-touch and
 //! local carry the node the thread ran on when it took the chunk, and
 //! single-node interleave or cyclic become bind (they mean the same). Chunks
-//! with equal keys share an arena.
+//! with equal keys share an arena. The policy is the thread's own or the
+//! process-wide default kept here; the node is the one the thread runs on.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
-use super::stats;
+use super::lock::SpinLock;
 use crate::policy::Policy;
 use crate::sets::{MAX_NODES, NodeSet};
 use crate::sys;
@@ -99,7 +100,9 @@ impl Key {
     }
 
     /// Binds the fresh mapping `[addr, addr + len)` (page-aligned, nothing
-    /// touched yet). Never allocates.
+    /// touched yet); returns how the kernel took it (the caller counts a
+    /// fallback or an interleaved cyclic mapping) and the mapping pieces a
+    /// cyclic binding holds. Never allocates.
     pub(crate) fn bind(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
         let call = |mode, nodes: &NodeSet| sys::mbind(addr, len, mode, nodes.as_words(), 0).is_ok();
         let ok = match self.kind {
@@ -116,7 +119,7 @@ impl Key {
             }
             Kind::Cyclic => return self.bind_cyclic(addr, len, rotation),
         };
-        if ok { (Binding::AsPolicy, 0) } else { (unbound(), 0) }
+        if ok { (Binding::AsPolicy, 0) } else { (Binding::Unbound, 0) }
     }
 
     fn bind_cyclic(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
@@ -124,17 +127,13 @@ impl Key {
         if !reserve_pieces(pieces) {
             no_huge_pages(addr, len);
             let ok = sys::mbind(addr, len, sys::MPOL_INTERLEAVE, self.nodes.as_words(), 0).is_ok();
-            if ok {
-                stats::CYCLIC_INTERLEAVED.fetch_add(1, Ordering::Relaxed);
-                return (Binding::Interleaved, 0);
-            }
-            return (unbound(), 0);
+            return (if ok { Binding::Interleaved } else { Binding::Unbound }, 0);
         }
         if !self.bind_blocks(addr, 0, len, rotation) {
             // Undo the part that was bound: the whole mapping goes unbound.
             let _ = sys::mbind(addr, len, sys::MPOL_DEFAULT, &[], 0);
             release_pieces(pieces as u32);
-            return (unbound(), 0);
+            return (Binding::Unbound, 0);
         }
         (Binding::AsPolicy, pieces as u32)
     }
@@ -170,10 +169,65 @@ pub(crate) fn single(node: usize) -> Option<NodeSet> {
     (node < MAX_NODES).then(|| NodeSet::single(node))
 }
 
-#[cold]
-fn unbound() -> Binding {
-    stats::FALLBACKS.fetch_add(1, Ordering::Relaxed);
-    Binding::Unbound
+/// The process-wide default policy, followed by threads that set none.
+static DEFAULT: SpinLock<Policy> = SpinLock::new(Policy::FirstTouch);
+/// Bumped on every change of [`DEFAULT`], so that a thread notices one with
+/// a single load.
+static DEFAULT_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// The process-wide default policy (first-touch until set).
+pub(crate) fn default_policy() -> Policy {
+    *DEFAULT.lock()
+}
+
+/// Sets the process-wide default (already validated) and bumps the epoch.
+pub(crate) fn set_default_policy(policy: Policy) {
+    let mut g = DEFAULT.lock();
+    *g = policy;
+    DEFAULT_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The epoch of the default policy: it changes whenever the default does.
+pub(crate) fn default_epoch() -> u64 {
+    DEFAULT_EPOCH.load(Ordering::Acquire)
+}
+
+/// Takes the default policy's lock for a `fork` (see `fork.rs`).
+pub(crate) fn lock_for_fork() {
+    DEFAULT.lock_held();
+}
+
+/// Releases what [`lock_for_fork`] took.
+///
+/// # Safety
+///
+/// The calling thread took it with [`lock_for_fork`] (in a child: the thread
+/// that forked did) and has not released it since.
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: per the contract; `lock_for_fork` leaves no guard.
+    unsafe { DEFAULT.unlock_held() };
+}
+
+/// Node of each CPU, learnt from `getcpu` as threads run there (0 = not
+/// known yet, else node + 1).
+static CPU_NODE: [AtomicU16; crate::sets::MAX_CPUS] = [const { AtomicU16::new(0) }; crate::sets::MAX_CPUS];
+
+/// The node the calling thread runs on: `sched_getcpu` (no system call) and
+/// the CPU's node, asking the kernel the first time a CPU is seen.
+pub(crate) fn thread_node() -> usize {
+    let cpu = sys::sched_getcpu();
+    if let Some(known) = cpu.and_then(|c| CPU_NODE.get(c)) {
+        let v = known.load(Ordering::Relaxed);
+        if v != 0 {
+            return v as usize - 1;
+        }
+    }
+    let Ok((cpu, node)) = sys::getcpu() else { return 0 };
+    let node = node.min(crate::MAX_NODES - 1);
+    if let Some(slot) = CPU_NODE.get(cpu) {
+        slot.store(node as u16 + 1, Ordering::Relaxed);
+    }
+    node
 }
 
 /// Kernel mappings (VMAs) this allocator's cyclic bindings hold.

@@ -1,4 +1,5 @@
-//! Large blocks: one mapping each, bound under the calling thread's policy.
+//! Large blocks: one mapping each, bound under the placement the caller
+//! resolved for the calling thread, and the cache of freed ones.
 //!
 //! ```text
 //! base                 data = base + page (aligned as asked)
@@ -35,9 +36,10 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering;
 
 use super::arena::Arena;
+use super::chunk::page_size;
 use super::key::{self, Binding, Key, Kind};
 use super::lock::SpinLock;
-use super::stats::{self, Account};
+use super::stats::{Account, Counters};
 use crate::sys;
 
 const MAGIC: usize = 0x5e1a_ff00_1a26_e001;
@@ -119,6 +121,22 @@ fn cache_put(h: *mut Header, len: usize, page: usize, out: &mut [(usize, usize);
     k
 }
 
+/// Takes the cache's lock for a `fork` (see `fork.rs`).
+pub(crate) fn lock_for_fork() {
+    CACHE.lock_held();
+}
+
+/// Releases what [`lock_for_fork`] took.
+///
+/// # Safety
+///
+/// The calling thread took it with [`lock_for_fork`] (in a child: the thread
+/// that forked did) and has not released it since.
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: per the contract; `lock_for_fork` leaves no guard.
+    unsafe { CACHE.unlock_held() };
+}
+
 /// Bytes the cache holds now.
 pub(crate) fn cached_bytes() -> usize {
     CACHE.lock().bytes
@@ -139,13 +157,22 @@ pub(crate) fn data_len(size: usize, page: usize) -> Option<usize> {
     Some(pages.next_multiple_of(step))
 }
 
-/// Allocates a large block of `size` bytes aligned to `align`; null when the
-/// kernel has no memory or the size overflows. Its bytes are zero.
-pub(crate) fn alloc(size: usize, align: usize, zero: bool) -> *mut u8 {
-    let page = super::page_size();
-    let Some(data_len) = data_len(size, page) else { return oom() };
-    let Some(total) = data_len.checked_add(page) else { return oom() };
-    let (arena, key) = super::heap::current_placement();
+/// Allocates a large block of `size` bytes aligned to `align` under `key`,
+/// the placement of `arena` (which identifies it in the cache); null when
+/// the kernel has no memory or the size overflows. With `zero`, its bytes
+/// are zero.
+pub(crate) fn alloc(
+    size: usize,
+    align: usize,
+    zero: bool,
+    arena: &'static Arena,
+    key: &Key,
+    stats: &Counters,
+) -> *mut u8 {
+    let page = page_size();
+    let Some(data_len) = data_len(size, page) else { return oom(stats) };
+    let Some(total) = data_len.checked_add(page) else { return oom(stats) };
+    let key = *key;
     let arena: *const Arena = arena;
     if let Some(h) = cache_take(arena, total, align, page) {
         // SAFETY: a cached mapping is ours, with a valid header, at least
@@ -153,14 +180,14 @@ pub(crate) fn alloc(size: usize, align: usize, zero: bool) -> *mut u8 {
         unsafe {
             let data = h.cast::<u8>().add(page);
             let len = (*h).map_len;
-            live(&(*h).key, (*h).binding, len, page, true);
+            live(&(*h).key, (*h).binding, len, page, true, stats);
             if zero {
                 ptr::write_bytes(data, 0, size);
             }
             return data;
         }
     }
-    let Some(base) = map(total, align, page) else { return oom() };
+    let Some(base) = map(total, align, page) else { return oom(stats) };
     // SAFETY: the mapping is fresh and `total >= 2 * page` long.
     let data = unsafe { base.as_ptr().add(page) };
     let (binding, pieces) = if key.kind == Kind::Cyclic {
@@ -174,28 +201,29 @@ pub(crate) fn alloc(size: usize, align: usize, zero: bool) -> *mut u8 {
     } else {
         key.bind(base.as_ptr(), total, 0)
     };
+    stats.binding(binding);
     let h = base.as_ptr().cast::<Header>();
     // SAFETY: the header page is ours and writable.
     unsafe { h.write(Header { magic: MAGIC, map_len: total, arena, key, binding, pieces }) };
-    live(&key, binding, total, page, true);
+    live(&key, binding, total, page, true, stats);
     data
 }
 
 /// Counts a mapping of `len` bytes as live (`add`) or no longer live.
-fn live(key: &Key, binding: Binding, len: usize, page: usize, add: bool) {
-    stats::account(Account::Large, key, binding, 0, len - page, add);
+fn live(key: &Key, binding: Binding, len: usize, page: usize, add: bool, stats: &Counters) {
+    stats.account(Account::Large, key, binding, 0, len - page, add);
     if add {
-        stats::LARGE_LIVE.fetch_add(1, Ordering::Relaxed);
-        stats::LARGE_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+        stats.large_live.fetch_add(1, Ordering::Relaxed);
+        stats.large_bytes.fetch_add(len as u64, Ordering::Relaxed);
     } else {
-        stats::LARGE_LIVE.fetch_sub(1, Ordering::Relaxed);
-        stats::LARGE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+        stats.large_live.fetch_sub(1, Ordering::Relaxed);
+        stats.large_bytes.fetch_sub(len as u64, Ordering::Relaxed);
     }
 }
 
 #[cold]
-fn oom() -> *mut u8 {
-    stats::OUT_OF_MEMORY.fetch_add(1, Ordering::Relaxed);
+fn oom(stats: &Counters) -> *mut u8 {
+    stats.out_of_memory.fetch_add(1, Ordering::Relaxed);
     ptr::null_mut()
 }
 
@@ -228,7 +256,7 @@ fn map(total: usize, align: usize, page: usize) -> Option<NonNull<u8>> {
 /// `p` is a live large block.
 unsafe fn header(p: *mut u8) -> *mut Header {
     // SAFETY: the header page precedes every large block.
-    unsafe { p.sub(super::page_size()).cast::<Header>() }
+    unsafe { p.sub(page_size()).cast::<Header>() }
 }
 
 /// Frees a large block.
@@ -236,14 +264,14 @@ unsafe fn header(p: *mut u8) -> *mut Header {
 /// # Safety
 ///
 /// `p` is a live large block; nothing uses it afterwards.
-pub(crate) unsafe fn free(p: *mut u8) {
+pub(crate) unsafe fn free(p: *mut u8, stats: &Counters) {
     // SAFETY: per the contract.
     unsafe {
         let h = header(p);
         debug_assert_eq!((*h).magic, MAGIC);
-        let page = super::page_size();
+        let page = page_size();
         let len = (*h).map_len;
-        live(&(*h).key, (*h).binding, len, page, false);
+        live(&(*h).key, (*h).binding, len, page, false, stats);
         let mut out = [(0usize, 0usize); CACHE_SLOTS + 1];
         let k = cache_put(h, len, page, &mut out);
         for &(m, l) in &out[..k] {
@@ -274,8 +302,8 @@ unsafe fn unmap(h: *mut Header, len: usize) {
 /// # Safety
 ///
 /// `p` is a live large block; on `Some` the old pointer is dead.
-pub(crate) unsafe fn realloc(p: *mut u8, new_size: usize) -> Option<*mut u8> {
-    let page = super::page_size();
+pub(crate) unsafe fn realloc(p: *mut u8, new_size: usize, stats: &Counters) -> Option<*mut u8> {
+    let page = page_size();
     let new_data = data_len(new_size, page)?;
     let new_total = new_data.checked_add(page)?;
     // SAFETY: per the contract.
@@ -297,10 +325,10 @@ pub(crate) unsafe fn realloc(p: *mut u8, new_size: usize) -> Option<*mut u8> {
         let nh = nb.as_ptr().cast::<Header>();
         let data = nb.as_ptr().add(page);
         (*nh).map_len = new_total;
-        stats::account(Account::Large, &key, binding, 0, old_total - page, false);
-        stats::account(Account::Large, &key, binding, 0, new_data, true);
-        stats::LARGE_BYTES.fetch_add(new_total as u64, Ordering::Relaxed);
-        stats::LARGE_BYTES.fetch_sub(old_total as u64, Ordering::Relaxed);
+        stats.account(Account::Large, &key, binding, 0, old_total - page, false);
+        stats.account(Account::Large, &key, binding, 0, new_data, true);
+        stats.large_bytes.fetch_add(new_total as u64, Ordering::Relaxed);
+        stats.large_bytes.fetch_sub(old_total as u64, Ordering::Relaxed);
         Some(data)
     }
 }

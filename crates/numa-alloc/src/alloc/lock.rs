@@ -37,6 +37,25 @@ impl<T> SpinLock<T> {
         SpinGuard { lock: self, _not_send_sync: PhantomData }
     }
 
+    /// Takes the lock without a guard, for the fork handlers, which take
+    /// every allocator lock in one callback and release them in another.
+    /// Pair it with [`unlock_held`](Self::unlock_held).
+    pub(crate) fn lock_held(&self) {
+        core::mem::forget(self.lock());
+    }
+
+    /// Releases a lock taken with [`lock_held`](Self::lock_held).
+    ///
+    /// # Safety
+    ///
+    /// - the calling thread took the lock with `lock_held` (in a child
+    ///   process after `fork`: the thread that forked took it before the
+    ///   fork), and has not released it since;
+    /// - no guard of this lock exists.
+    pub(crate) unsafe fn unlock_held(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+
     #[cold]
     fn lock_contended(&self) {
         let mut spins = 0u32;
@@ -113,5 +132,18 @@ mod tests {
             }
         });
         assert_eq!(*L.lock(), 80_000);
+    }
+
+    #[test]
+    fn a_held_lock_excludes_until_released() {
+        static L: SpinLock<u64> = SpinLock::new(0);
+        L.lock_held();
+        let other = std::thread::spawn(|| *L.lock() += 1);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!other.is_finished(), "a held lock let another thread in");
+        // SAFETY: this thread took the lock with `lock_held`; no guard exists.
+        unsafe { L.unlock_held() };
+        other.join().unwrap();
+        assert_eq!(*L.lock(), 1);
     }
 }

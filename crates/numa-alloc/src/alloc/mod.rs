@@ -1,24 +1,38 @@
 #![doc = include_str!("README.md")]
 
+// The layers, lowest first; each module imports only from the rows above
+// its own, and this file (the `GlobalAlloc` and the public API) from all:
+//
+//   lock            the spin lock
+//   key             placement keys, the default policy, the mbind calls
+//   chunk           mappings, span bitmaps, chunk and span lists (no arenas)
+//   class           size classes and the route of a layout
+//   stats           the counters (one value, `STATS`, passed down from here)
+//   arena           arenas: they own chunks and the lock
+//   large, remote   large blocks and their cache; remote-free batches
+//   fork            the fork handlers, which take every lock below
+//   heap            the per-thread cache
 mod arena;
 mod chunk;
 mod class;
+mod fork;
 mod heap;
 mod key;
 mod large;
 mod lock;
+mod remote;
 mod stats;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
-use core::sync::atomic::{AtomicUsize, Ordering};
 
-pub use arena::ChunkInfo;
-pub use chunk::CHUNK_SIZE;
+pub use chunk::{CHUNK_SIZE, ChunkInfo};
 pub use key::Binding;
 pub use stats::{AllocStats, ArenaStats, NodeStats};
 
+use chunk::page_size;
 use class::Route;
+use stats::Counters;
 
 use crate::error::Result;
 use crate::policy::Policy;
@@ -89,21 +103,11 @@ impl NumaAlloc {
     }
 }
 
-static PAGE_SIZE: AtomicUsize = AtomicUsize::new(0);
-
-/// The base page size, read once.
-pub(crate) fn page_size() -> usize {
-    let p = PAGE_SIZE.load(Ordering::Relaxed);
-    if p != 0 {
-        return p;
-    }
-    let p = crate::sys::page_size();
-    PAGE_SIZE.store(p, Ordering::Relaxed);
-    p
-}
+/// The allocator's counters, passed down to every layer that counts.
+static STATS: Counters = Counters::new();
 
 fn alloc_medium(units: usize, size: usize, zero: bool) -> *mut u8 {
-    match heap::alloc_medium(units) {
+    match heap::alloc_medium(units, &STATS) {
         Some((p, clean)) => {
             if zero && !clean {
                 // SAFETY: the block is ours and at least `size` bytes long.
@@ -113,6 +117,12 @@ fn alloc_medium(units: usize, size: usize, zero: bool) -> *mut u8 {
         }
         None => ptr::null_mut(),
     }
+}
+
+/// A large block under the calling thread's placement.
+fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
+    let (arena, key) = heap::current_placement(&STATS);
+    large::alloc(size, align, zero, arena, &key, &STATS)
 }
 
 // SAFETY: every method returns either null or a block of at least
@@ -127,9 +137,9 @@ unsafe impl GlobalAlloc for NumaAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match class::route(layout.size(), layout.align()) {
-            Route::Small(c) => heap::alloc_small(c),
+            Route::Small(c) => heap::alloc_small(c, &STATS),
             Route::Medium(units) => alloc_medium(units, layout.size(), false),
-            Route::Large => large::alloc(layout.size(), layout.align(), false),
+            Route::Large => alloc_large(layout.size(), layout.align(), false),
         }
     }
 
@@ -141,11 +151,11 @@ unsafe impl GlobalAlloc for NumaAlloc {
         match class::route(layout.size(), layout.align()) {
             // SAFETY: the caller passes a live block with the layout it was
             // allocated with, so the route is the one it came from.
-            Route::Small(c) => unsafe { heap::free_small(p, c) },
+            Route::Small(c) => unsafe { heap::free_small(p, c, &STATS) },
             // SAFETY: as above.
-            Route::Medium(_) => unsafe { heap::free_medium(p) },
+            Route::Medium(_) => unsafe { heap::free_medium(p, &STATS) },
             // SAFETY: as above.
-            Route::Large => unsafe { large::free(p) },
+            Route::Large => unsafe { large::free(p, &STATS) },
         }
     }
 
@@ -153,7 +163,7 @@ unsafe impl GlobalAlloc for NumaAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         match class::route(layout.size(), layout.align()) {
             Route::Small(c) => {
-                let p = heap::alloc_small(c);
+                let p = heap::alloc_small(c, &STATS);
                 if !p.is_null() {
                     // SAFETY: the block holds at least `layout.size()` bytes.
                     unsafe { ptr::write_bytes(p, 0, layout.size()) };
@@ -162,7 +172,7 @@ unsafe impl GlobalAlloc for NumaAlloc {
             }
             Route::Medium(units) => alloc_medium(units, layout.size(), true),
             // Fresh from mmap (already zero) or from the cache (cleared).
-            Route::Large => large::alloc(layout.size(), layout.align(), true),
+            Route::Large => alloc_large(layout.size(), layout.align(), true),
         }
     }
 
@@ -175,7 +185,7 @@ unsafe impl GlobalAlloc for NumaAlloc {
             (Route::Large, Route::Large) if layout.align() <= page_size() => {
                 // SAFETY: `p` is a live large block (its layout routes there);
                 // on `Some` it is not used again: `q` is returned at once.
-                if let Some(q) = unsafe { large::realloc(p, new_size) } {
+                if let Some(q) = unsafe { large::realloc(p, new_size, &STATS) } {
                     return q;
                 }
             }
@@ -233,14 +243,14 @@ unsafe impl GlobalAlloc for NumaAlloc {
 /// ```
 pub fn set_thread_policy(policy: Policy) -> Result<()> {
     validate(&policy)?;
-    heap::set_thread_policy(Some(policy));
+    heap::set_thread_policy(Some(policy), &STATS);
     Ok(())
 }
 
 /// Drops the calling thread's own policy: it follows the process default
 /// again.
 pub fn clear_thread_policy() {
-    heap::set_thread_policy(None);
+    heap::set_thread_policy(None, &STATS);
 }
 
 /// The calling thread's own policy, if it set one.
@@ -270,7 +280,7 @@ pub fn with_policy<R>(policy: Policy, f: impl FnOnce() -> R) -> Result<R> {
     struct Restore(Option<Policy>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            heap::set_thread_policy(self.0);
+            heap::set_thread_policy(self.0, &STATS);
         }
     }
     let previous = thread_policy();
@@ -301,27 +311,29 @@ pub fn with_policy<R>(policy: Policy, f: impl FnOnce() -> R) -> Result<R> {
 /// ```
 pub fn set_default_policy(policy: Policy) -> Result<()> {
     validate(&policy)?;
-    heap::set_default_policy(policy);
+    fork::register();
+    key::set_default_policy(policy);
     Ok(())
 }
 
 /// The process-wide default policy (first-touch until set).
 pub fn default_policy() -> Policy {
-    heap::default_policy()
+    fork::register();
+    key::default_policy()
 }
 
 /// The policy the calling thread's next new chunk or large block follows
 /// (its own, else the default; single-node interleave and cyclic read as
 /// bind), and for first-touch and local the node it is meant for.
 pub fn effective_policy() -> (Policy, Option<usize>) {
-    heap::effective()
+    heap::effective(&STATS)
 }
 
 /// Hands the calling thread's cached blocks and pending remote frees back
 /// to their arenas now rather than at thread exit (for accounting, or
 /// before a thread idles for long).
 pub fn flush_thread_cache() {
-    heap::flush_thread_cache();
+    heap::flush_thread_cache(&STATS);
 }
 
 /// A snapshot of the allocator's statistics: bytes and chunks per node,
@@ -335,12 +347,14 @@ pub fn flush_thread_cache() {
 /// assert_eq!(s.fallbacks, 0);
 /// ```
 pub fn stats() -> AllocStats {
-    stats::snapshot(arena::arena_stats())
+    fork::register();
+    STATS.snapshot(arena::arena_stats(), large::cached_bytes(), key::pieces_held())
 }
 
 /// The chunk holding `p`, if `p` is inside one of this allocator's chunks
 /// (small and medium blocks; large blocks have their own mappings).
 pub fn chunk_info(p: *const u8) -> Option<ChunkInfo> {
+    fork::register();
     arena::find_chunk(p)
 }
 

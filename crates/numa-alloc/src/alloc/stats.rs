@@ -1,29 +1,19 @@
-//! Counters the allocator keeps, and the snapshot [`AllocStats`] that
+//! The allocator's counters, and the snapshot [`AllocStats`] that
 //! [`stats`](fn@super::stats) returns.
 //!
-//! Counters are relaxed atomics updated on slow paths only (a chunk mapped,
-//! a large block mapped, a batch of remote frees flushed); the fast paths
-//! count nothing.
+//! One [`Counters`] value, owned by the top of the allocator (`mod.rs`), is
+//! passed down to the layers that count (arenas, large blocks, remote
+//! frees, thread caches); none of them reaches for a global. Counters are
+//! relaxed atomics updated on slow paths only (a chunk mapped, a large
+//! block mapped, a batch of remote frees flushed); the fast paths count
+//! nothing.
 
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use super::chunk::page_size;
 use super::key::{Binding, Key, Kind};
 use crate::policy::{Policy, interleave_node};
 use crate::sets::MAX_NODES;
-
-pub(crate) static FALLBACKS: AtomicU64 = AtomicU64::new(0);
-pub(crate) static CYCLIC_INTERLEAVED: AtomicU64 = AtomicU64::new(0);
-pub(crate) static REMOTE_FREES: AtomicU64 = AtomicU64::new(0);
-pub(crate) static REMOTE_FLUSHES: AtomicU64 = AtomicU64::new(0);
-pub(crate) static DEFERRED_FREES: AtomicU64 = AtomicU64::new(0);
-pub(crate) static CHUNKS_MAPPED: AtomicU64 = AtomicU64::new(0);
-pub(crate) static CHUNKS_UNMAPPED: AtomicU64 = AtomicU64::new(0);
-pub(crate) static LARGE_LIVE: AtomicU64 = AtomicU64::new(0);
-pub(crate) static LARGE_BYTES: AtomicU64 = AtomicU64::new(0);
-pub(crate) static UNBOUND_BYTES: AtomicU64 = AtomicU64::new(0);
-pub(crate) static UNPLACED_BYTES: AtomicU64 = AtomicU64::new(0);
-pub(crate) static NO_THREAD_EXIT_HOOK: AtomicU64 = AtomicU64::new(0);
-pub(crate) static OUT_OF_MEMORY: AtomicU64 = AtomicU64::new(0);
 
 /// Per node: chunk bytes, whole chunks, large-block bytes meant for it.
 struct NodeCounters {
@@ -32,81 +22,177 @@ struct NodeCounters {
     large_bytes: AtomicUsize,
 }
 
-static NODES: [NodeCounters; MAX_NODES] = [const {
-    NodeCounters { chunk_bytes: AtomicUsize::new(0), chunks: AtomicUsize::new(0), large_bytes: AtomicUsize::new(0) }
-}; MAX_NODES];
-
-/// What a mapping of `len` bytes at `addr` under `key` is counted as.
+/// What a mapping is counted as.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Account {
     Chunk,
     Large,
 }
 
-/// Adds (`add = true`) or removes the bytes of a mapping to the per-node
-/// counters by intended placement: first-touch and local on the node the
-/// key was made for, bind and preferred to a single node on it, interleave
-/// page by page (page `i` of the mapping on node `i mod n` of the set: the
-/// kernel's dealing, up to where it starts), cyclic block by block. Bytes whose
-/// node the kernel chooses (bind to several nodes) count as unplaced; an
-/// unbound mapping counts as unbound.
-pub(crate) fn account(what: Account, key: &Key, binding: Binding, rotation: u64, len: usize, add: bool) {
-    let upd = |c: &AtomicUsize, v: usize| {
-        if add {
-            c.fetch_add(v, Ordering::Relaxed);
-        } else {
-            c.fetch_sub(v, Ordering::Relaxed);
+/// Everything the allocator counts (see [`AllocStats`] for what each
+/// figure means).
+pub(crate) struct Counters {
+    pub(crate) fallbacks: AtomicU64,
+    pub(crate) cyclic_interleaved: AtomicU64,
+    pub(crate) remote_frees: AtomicU64,
+    pub(crate) remote_flushes: AtomicU64,
+    pub(crate) deferred_frees: AtomicU64,
+    pub(crate) chunks_mapped: AtomicU64,
+    pub(crate) chunks_unmapped: AtomicU64,
+    pub(crate) large_live: AtomicU64,
+    pub(crate) large_bytes: AtomicU64,
+    pub(crate) unbound_bytes: AtomicU64,
+    pub(crate) unplaced_bytes: AtomicU64,
+    pub(crate) no_thread_exit_hook: AtomicU64,
+    pub(crate) out_of_memory: AtomicU64,
+    nodes: [NodeCounters; MAX_NODES],
+}
+
+impl Counters {
+    pub(crate) const fn new() -> Self {
+        Counters {
+            fallbacks: AtomicU64::new(0),
+            cyclic_interleaved: AtomicU64::new(0),
+            remote_frees: AtomicU64::new(0),
+            remote_flushes: AtomicU64::new(0),
+            deferred_frees: AtomicU64::new(0),
+            chunks_mapped: AtomicU64::new(0),
+            chunks_unmapped: AtomicU64::new(0),
+            large_live: AtomicU64::new(0),
+            large_bytes: AtomicU64::new(0),
+            unbound_bytes: AtomicU64::new(0),
+            unplaced_bytes: AtomicU64::new(0),
+            no_thread_exit_hook: AtomicU64::new(0),
+            out_of_memory: AtomicU64::new(0),
+            nodes: [const {
+                NodeCounters {
+                    chunk_bytes: AtomicUsize::new(0),
+                    chunks: AtomicUsize::new(0),
+                    large_bytes: AtomicUsize::new(0),
+                }
+            }; MAX_NODES],
         }
-    };
-    let upd64 = |c: &AtomicU64, v: usize| {
-        if add {
-            c.fetch_add(v as u64, Ordering::Relaxed);
-        } else {
-            c.fetch_sub(v as u64, Ordering::Relaxed);
-        }
-    };
-    let bytes = |n: usize| match what {
-        Account::Chunk => &NODES[n].chunk_bytes,
-        Account::Large => &NODES[n].large_bytes,
-    };
-    let whole_chunk = |n: usize| {
-        if what == Account::Chunk {
-            upd(&NODES[n].chunks, 1);
-        }
-    };
-    if binding == Binding::Unbound {
-        upd64(&UNBOUND_BYTES, len);
-        return;
     }
-    let single = match key.kind {
-        Kind::FirstTouch | Kind::Local | Kind::Preferred => Some(key.node),
-        Kind::Bind if key.nodes.len() == 1 => key.nodes.first(),
-        Kind::Bind => None,
-        Kind::Interleave | Kind::Cyclic => None,
-    };
-    if let Some(n) = single.filter(|&n| n < MAX_NODES) {
-        upd(bytes(n), len);
-        whole_chunk(n);
-        return;
+
+    /// Counts how the kernel took a fresh mapping's binding: a refusal is a
+    /// fallback, a cyclic mapping interleaved instead is counted as such.
+    pub(crate) fn binding(&self, binding: Binding) {
+        let counter = match binding {
+            Binding::AsPolicy => return,
+            Binding::Interleaved => &self.cyclic_interleaved,
+            Binding::Unbound => &self.fallbacks,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
-    let page = super::page_size();
-    match (key.kind, binding) {
-        (Kind::Interleave, _) | (Kind::Cyclic, Binding::Interleaved) => {
-            let mut off = 0;
-            while off < len {
-                upd(bytes(interleave_node(&key.nodes, off, page)), page.min(len - off));
-                off += page;
+
+    /// Adds (`add = true`) or removes the bytes of a mapping to the per-node
+    /// counters by intended placement: first-touch and local on the node the
+    /// key was made for, bind and preferred to a single node on it, interleave
+    /// page by page (page `i` of the mapping on node `i mod n` of the set: the
+    /// kernel's dealing, up to where it starts), cyclic block by block. Bytes
+    /// whose node the kernel chooses (bind to several nodes) count as
+    /// unplaced; an unbound mapping counts as unbound.
+    pub(crate) fn account(&self, what: Account, key: &Key, binding: Binding, rotation: u64, len: usize, add: bool) {
+        let upd = |c: &AtomicUsize, v: usize| {
+            if add {
+                c.fetch_add(v, Ordering::Relaxed);
+            } else {
+                c.fetch_sub(v, Ordering::Relaxed);
             }
-        }
-        (Kind::Cyclic, _) => {
-            let mut off = 0;
-            while off < len {
-                let l = key.block.min(len - off);
-                upd(bytes(key.cyclic_node(rotation, off).unwrap_or(0)), l);
-                off += l;
+        };
+        let upd64 = |c: &AtomicU64, v: usize| {
+            if add {
+                c.fetch_add(v as u64, Ordering::Relaxed);
+            } else {
+                c.fetch_sub(v as u64, Ordering::Relaxed);
             }
+        };
+        let bytes = |n: usize| match what {
+            Account::Chunk => &self.nodes[n].chunk_bytes,
+            Account::Large => &self.nodes[n].large_bytes,
+        };
+        let whole_chunk = |n: usize| {
+            if what == Account::Chunk {
+                upd(&self.nodes[n].chunks, 1);
+            }
+        };
+        if binding == Binding::Unbound {
+            upd64(&self.unbound_bytes, len);
+            return;
         }
-        _ => upd64(&UNPLACED_BYTES, len),
+        let single = match key.kind {
+            Kind::FirstTouch | Kind::Local | Kind::Preferred => Some(key.node),
+            Kind::Bind if key.nodes.len() == 1 => key.nodes.first(),
+            Kind::Bind => None,
+            Kind::Interleave | Kind::Cyclic => None,
+        };
+        if let Some(n) = single.filter(|&n| n < MAX_NODES) {
+            upd(bytes(n), len);
+            whole_chunk(n);
+            return;
+        }
+        let page = page_size();
+        match (key.kind, binding) {
+            (Kind::Interleave, _) | (Kind::Cyclic, Binding::Interleaved) => {
+                let mut off = 0;
+                while off < len {
+                    upd(bytes(interleave_node(&key.nodes, off, page)), page.min(len - off));
+                    off += page;
+                }
+            }
+            (Kind::Cyclic, _) => {
+                let mut off = 0;
+                while off < len {
+                    let l = key.block.min(len - off);
+                    upd(bytes(key.cyclic_node(rotation, off).unwrap_or(0)), l);
+                    off += l;
+                }
+            }
+            _ => upd64(&self.unplaced_bytes, len),
+        }
+    }
+
+    /// The snapshot of these counters, with what the layers above report
+    /// themselves: each arena's figures, the bytes the large-block cache
+    /// holds, the mapping pieces cyclic bindings hold.
+    pub(crate) fn snapshot(
+        &self,
+        arenas: Vec<ArenaStats>,
+        large_cached_bytes: usize,
+        cyclic_pieces: usize,
+    ) -> AllocStats {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(node, c)| NodeStats {
+                node,
+                chunk_bytes: c.chunk_bytes.load(Ordering::Relaxed),
+                chunks: c.chunks.load(Ordering::Relaxed),
+                large_bytes: c.large_bytes.load(Ordering::Relaxed),
+            })
+            .filter(|n| n.chunk_bytes != 0 || n.chunks != 0 || n.large_bytes != 0)
+            .collect();
+        AllocStats {
+            nodes,
+            arenas,
+            chunks_mapped: r(&self.chunks_mapped),
+            chunks_unmapped: r(&self.chunks_unmapped),
+            large_blocks: r(&self.large_live),
+            large_bytes: r(&self.large_bytes),
+            large_cached_bytes,
+            fallbacks: r(&self.fallbacks),
+            cyclic_interleaved: r(&self.cyclic_interleaved),
+            cyclic_pieces,
+            unbound_bytes: r(&self.unbound_bytes),
+            unplaced_bytes: r(&self.unplaced_bytes),
+            remote_frees: r(&self.remote_frees),
+            remote_flushes: r(&self.remote_flushes),
+            deferred_frees: r(&self.deferred_frees),
+            uncached_threads: r(&self.no_thread_exit_hook),
+            out_of_memory: r(&self.out_of_memory),
+        }
     }
 }
 
@@ -216,39 +302,5 @@ impl AllocStats {
     /// Empty chunks retained (pages advised `MADV_FREE`) over all arenas.
     pub fn retained_chunks(&self) -> usize {
         self.arenas.iter().map(|a| a.retained_chunks).sum()
-    }
-}
-
-pub(crate) fn snapshot(arenas: Vec<ArenaStats>) -> AllocStats {
-    let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    let nodes = NODES
-        .iter()
-        .enumerate()
-        .map(|(node, c)| NodeStats {
-            node,
-            chunk_bytes: c.chunk_bytes.load(Ordering::Relaxed),
-            chunks: c.chunks.load(Ordering::Relaxed),
-            large_bytes: c.large_bytes.load(Ordering::Relaxed),
-        })
-        .filter(|n| n.chunk_bytes != 0 || n.chunks != 0 || n.large_bytes != 0)
-        .collect();
-    AllocStats {
-        nodes,
-        arenas,
-        chunks_mapped: r(&CHUNKS_MAPPED),
-        chunks_unmapped: r(&CHUNKS_UNMAPPED),
-        large_blocks: r(&LARGE_LIVE),
-        large_bytes: r(&LARGE_BYTES),
-        large_cached_bytes: super::large::cached_bytes(),
-        fallbacks: r(&FALLBACKS),
-        cyclic_interleaved: r(&CYCLIC_INTERLEAVED),
-        cyclic_pieces: super::key::pieces_held(),
-        unbound_bytes: r(&UNBOUND_BYTES),
-        unplaced_bytes: r(&UNPLACED_BYTES),
-        remote_frees: r(&REMOTE_FREES),
-        remote_flushes: r(&REMOTE_FLUSHES),
-        deferred_frees: r(&DEFERRED_FREES),
-        uncached_threads: r(&NO_THREAD_EXIT_HOOK),
-        out_of_memory: r(&OUT_OF_MEMORY),
     }
 }

@@ -270,7 +270,7 @@ fn empty_chunks_are_kept_within_bounds_and_the_rest_go_back_to_the_os() {
         // Retained chunks still empty after the delay get their pages advised
         // at a later use of the arena's lock.
         let key = key::Key::new(&Policy::Local, home.unwrap_or(0));
-        let arena = arena::arena_for(&key);
+        let arena = arena::arena_for(&key, &STATS);
         let (retained, _) = arena::retained_and_advised(arena);
         std::thread::sleep(std::time::Duration::from_millis(arena::ADVISE_DELAY_MS + 50));
         for _ in 0..1000 {

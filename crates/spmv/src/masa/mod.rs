@@ -293,7 +293,8 @@ impl Masa {
         let Some(region) = array.region_mut() else { return Ok(Vec::new()) };
         let ranges = self.node_ranges(bounds, size_of::<T>(), region.mapped_len());
         for r in &ranges {
-            region.apply_range(r.bytes.clone(), Policy::Bind(NodeSet::try_single(r.node)?), Apply::Migrate)?;
+            let node = NodeSet::try_single(r.node).map_err(skelaff_numa_alloc::Error::from)?;
+            region.apply_range(r.bytes.clone(), Policy::Bind(node), Apply::Migrate)?;
         }
         Ok(ranges)
     }

@@ -4,15 +4,13 @@
 //! same process and the same run; the global allocator (the system's) only
 //! serves the harness.
 
-#![allow(dead_code, unreachable_pub)]
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use skelaff::numa::alloc::NumaAlloc;
+use skelaff_numa_alloc::alloc::NumaAlloc;
 
 /// The allocators compared, by name.
 pub const NAMES: [&str; 4] = ["numa", "system", "mimalloc", "jemalloc"];

@@ -1,6 +1,6 @@
-//! Support for placement tests that run inside the emulated NUMA machine
-//! (`cargo xtask numa-vm`): the guest's expected shape, and a small runner
-//! that reports each check and exits non-zero on any failure.
+//! The harness of the placement tests that run inside the emulated NUMA
+//! machine (`cargo xtask numa-vm`): the guest's expected shape, and a small
+//! runner that reports each check and exits non-zero on any failure.
 //!
 //! A test binary (a `harness = false` test target) builds a [`Suite`], runs
 //! its checks, and returns [`Suite::finish`] from `main`. The guest's
@@ -12,8 +12,17 @@ use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::str::FromStr;
 
-use crate::error::Error;
-use crate::region::PageLocation;
+use skelaff_numa_alloc::PageLocation;
+
+/// A guest shape that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cannot parse guest shape `{given}`: expected NODESxCPUS or NODESxCPUS+MEMONLY (e.g. 2x2, 8x2 or 2x1+1), with at least one node, one CPU per node, at most 64 nodes and at most 255 CPUs"
+)]
+pub struct GuestSpecError {
+    /// The text given.
+    pub given: String,
+}
 
 /// The shape of an emulated machine: `nodes` nodes with `cpus_per_node`
 /// CPUs each, then `memory_only` nodes with memory and no CPUs.
@@ -64,14 +73,9 @@ impl std::fmt::Display for GuestSpec {
 
 /// Parses `NODESxCPUS` or `NODESxCPUS+MEMONLY` (e.g. `2x2`, `4x1`, `2x1+1`).
 impl FromStr for GuestSpec {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let err = || {
-            Error::Parse {
-            input: s.to_owned(),
-            reason: "expected NODESxCPUS or NODESxCPUS+MEMONLY, e.g. 2x2, 8x2 or 2x1+1, with at least one node and one CPU per node".to_owned(),
-        }
-        };
+    type Err = GuestSpecError;
+    fn from_str(s: &str) -> Result<Self, GuestSpecError> {
+        let err = || GuestSpecError { given: s.to_owned() };
         let (main, mem) = match s.trim().split_once('+') {
             Some((m, k)) => (m, k.parse().map_err(|_| err())?),
             None => (s.trim(), 0),
@@ -131,7 +135,7 @@ impl Suite {
     }
 }
 
-/// Describes misplaced pages (from [`Placement::mismatches`](crate::Placement::mismatches)),
+/// Describes misplaced pages (from [`Placement::mismatches`](skelaff_numa_alloc::Placement::mismatches)),
 /// the first 16 in full; `Ok` when there are none.
 ///
 /// # Errors
@@ -163,7 +167,9 @@ mod tests {
         assert_eq!(s.to_string(), "2x1+1");
         assert_eq!("8x2".parse::<GuestSpec>().unwrap().to_string(), "8x2");
         for bad in ["", "2", "0x2", "2x0", "ax2", "2x2+z", "100x1"] {
-            assert!(bad.parse::<GuestSpec>().is_err(), "{bad}");
+            let e = bad.parse::<GuestSpec>().unwrap_err();
+            assert_eq!(e.given, bad);
+            assert!(e.to_string().contains("expected NODESxCPUS"), "{e}");
         }
     }
 

@@ -7,30 +7,32 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use skelaff::helpers::{HelperConfig, HelperThreads};
-use skelaff::stm::{TVar, TxError, TxOps};
-use skelaff::worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
+use skelaff_helper_threads::{HelperConfig, HelperThreads};
+use skelaff_stm::{TVar, TxError, TxOps};
+use skelaff_worklist::{Ctx, Helpers, RunReport, Skeleton, WorkerInfo, Worklist};
 
 /// One node per cache line: the link to follow and a value to add.
+#[derive(Debug)]
 #[repr(align(64))]
-pub(crate) struct Node {
+struct Node {
     next: TVar<u32>,
     value: TVar<u64>,
 }
 
 /// A random cycle through `nodes` nodes (Sattolo's algorithm), and the
 /// units that walk it.
-pub(crate) struct Chase {
+#[derive(Debug)]
+pub struct Chase {
     nodes: Vec<Node>,
     hops: u32,
     /// Plain computation per hop (in the worker and in the shadow alike).
     work: u32,
 }
 
-// The bench uses part of this; the example uses all of it.
-#[allow(dead_code)]
 impl Chase {
-    pub(crate) fn new(nodes: usize, hops: u32, work: u32, seed: u64) -> Chase {
+    /// A random cycle of `nodes` nodes (at least 2) from `seed`; each unit
+    /// follows `hops` links and does `work` multiply-adds per hop.
+    pub fn new(nodes: usize, hops: u32, work: u32, seed: u64) -> Chase {
         let n = nodes.max(2);
         let mut order: Vec<u32> = (0..n as u32).collect();
         let mut rng = fastrand::Rng::with_seed(seed);
@@ -51,7 +53,8 @@ impl Chase {
         Chase { nodes, hops, work }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many nodes the cycle has (at least 2).
+    pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
 
@@ -61,7 +64,7 @@ impl Chase {
     }
 
     /// Plain loads, no STM: nanoseconds per hop over `units` units.
-    pub(crate) fn plain_ns_per_hop(&self, units: std::ops::Range<u64>) -> f64 {
+    pub fn plain_ns_per_hop(&self, units: std::ops::Range<u64>) -> f64 {
         let t = Instant::now();
         let mut s = 0u64;
         let n = units.end - units.start;
@@ -111,7 +114,7 @@ impl Skeleton for Chase {
 
 /// One timed run over `units` (seeded in order), with helpers as given;
 /// `None` runs the plain `run()`.
-pub(crate) fn run(
+pub fn run(
     chase: &Chase,
     units: std::ops::Range<u64>,
     helpers: Option<(Helpers, &HelperConfig)>,

@@ -6,16 +6,17 @@
 use nalgebra_sparse::CsrMatrix;
 use nalgebra_sparse::ops::Op;
 use nalgebra_sparse::ops::serial::spmm_csr_dense;
-use skelaff::spmv::Csr;
+use skelaff_spmv::Csr;
 
 /// `sprs` with 32-bit indices and pointers (the same bytes as skelaff's CSR).
-pub(crate) struct Sprs {
+#[derive(Debug)]
+pub struct Sprs {
     a: sprs::CsMatI<f64, u32, u32>,
 }
 
 impl Sprs {
     /// Copies `a`.
-    pub(crate) fn new(a: &Csr) -> Sprs {
+    pub fn new(a: &Csr) -> Sprs {
         let m =
             sprs::CsMatI::new((a.nrows(), a.ncols()), a.row_ptr().to_vec(), a.col_idx().to_vec(), a.values().to_vec());
         Sprs { a: m }
@@ -23,14 +24,15 @@ impl Sprs {
 
     /// `y = A x` with sprs's CSR kernel (`mul_acc_mat_vec_csr` accumulates,
     /// so `y` is cleared first).
-    pub(crate) fn mul(&self, x: &[f64], y: &mut [f64]) {
+    pub fn mul(&self, x: &[f64], y: &mut [f64]) {
         y.fill(0.0);
         sprs::prod::mul_acc_mat_vec_csr(self.a.view(), x, &mut *y);
     }
 }
 
 /// `nalgebra-sparse` (its CSR stores `usize` offsets and indices, 8 bytes each).
-pub(crate) struct Nalgebra {
+#[derive(Debug)]
+pub struct Nalgebra {
     a: CsrMatrix<f64>,
     x: nalgebra_sparse::na::DMatrix<f64>,
     y: nalgebra_sparse::na::DMatrix<f64>,
@@ -43,7 +45,7 @@ impl Nalgebra {
     ///
     /// If `a` is not a valid CSR matrix for nalgebra (it always is when it
     /// came from skelaff's validated CSR).
-    pub(crate) fn new(a: &Csr, x: &[f64]) -> Nalgebra {
+    pub fn new(a: &Csr, x: &[f64]) -> Nalgebra {
         let m = CsrMatrix::try_from_csr_data(
             a.nrows(),
             a.ncols(),
@@ -61,12 +63,12 @@ impl Nalgebra {
 
     /// `y = A x` (for the `x` given at construction) with nalgebra-sparse's
     /// serial CSR × dense product.
-    pub(crate) fn mul(&mut self) {
+    pub fn mul(&mut self) {
         spmm_csr_dense(0.0, &mut self.y, 1.0, Op::NoOp(&self.a), Op::NoOp(&self.x));
     }
 
     /// The last result.
-    pub(crate) fn y(&self) -> &[f64] {
+    pub fn y(&self) -> &[f64] {
         self.y.as_slice()
     }
 }

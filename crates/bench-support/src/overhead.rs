@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Worker};
-use skelaff::stm::{TxError, TxOps};
-use skelaff::worklist::{Ctx, Distribution, Skeleton, WorkerInfo, Worklist};
+use skelaff_stm::{TxError, TxOps};
+use skelaff_worklist::{Ctx, Distribution, Skeleton, WorkerInfo, Worklist};
 
 /// Units that do nothing, each in a (read-only, empty) transaction.
-pub(crate) struct Empty;
+#[derive(Debug)]
+pub struct Empty;
 
 impl Skeleton for Empty {
     type Unit = u64;
@@ -29,7 +30,7 @@ impl Skeleton for Empty {
 
 /// Seeds `units` units into a worklist and runs it; returns the wall time
 /// of seeding and running.
-pub(crate) fn skelaff(units: u64, threads: usize, distribution: Distribution) -> Duration {
+pub fn skelaff(units: u64, threads: usize, distribution: Distribution) -> Duration {
     let start = Instant::now();
     let mut wl =
         Worklist::builder().threads(threads).distribution(distribution).build(&Empty, &()).expect("threads > 0");
@@ -41,7 +42,7 @@ pub(crate) fn skelaff(units: u64, threads: usize, distribution: Distribution) ->
 
 /// crossbeam-deque's canonical find-task loop over an injector, per-thread
 /// FIFO deques and stealers; a thread stops when everything is empty.
-pub(crate) fn crossbeam(units: u64, threads: usize) -> Duration {
+pub fn crossbeam(units: u64, threads: usize) -> Duration {
     let start = Instant::now();
     let injector = Injector::new();
     for u in 0..units {
@@ -84,7 +85,7 @@ pub(crate) fn crossbeam(units: u64, threads: usize) -> Duration {
 }
 
 /// rayon's parallel iterator over the same units, on a pool of `threads`.
-pub(crate) fn rayon(units: u64, pool: &rayon::ThreadPool) -> Duration {
+pub fn rayon(units: u64, pool: &rayon::ThreadPool) -> Duration {
     use rayon::prelude::*;
     let start = Instant::now();
     let v: Vec<u64> = (0..units).collect();
