@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::comm::RankComm;
-use super::csr::{DistCsr, DistSystem, HaloStats};
+use super::csr::{DistCsr, DistSystem};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::masa::{Split, SplitKind};
@@ -121,7 +121,6 @@ pub fn run(comm: &RankComm, engine: &Engine, class: Class, split: SplitKind) -> 
     } else {
         1.0
     };
-    let _: HaloStats = timed;
     Ok(DistNasReport {
         report: NasReport::new(class, nnz, team.threads(), (seconds, init_seconds), iterations),
         ranks: comm.size(),
