@@ -15,6 +15,10 @@
 //!
 //! Waiting spins briefly, then yields, and (between jobs) parks, so a team
 //! on a busy or oversubscribed machine does not burn the cores others need.
+//! The caller of [`Team::run`] is not a team thread: when the team has a
+//! thread on every CPU the process may use (two threads on two CPUs, or one
+//! rank bound to one core by `mpirun`), the caller could only wait on a CPU
+//! a team thread needs, so it parks at once instead of spinning.
 //!
 //! Files: [`layout`](Layout) (where the threads run), `member` (the
 //! barrier and reductions inside a job), `shared` ([`SharedMut`], the
@@ -42,13 +46,16 @@ pub use self::member::{MAX_SUMS, TeamMember};
 pub use self::shared::SharedMut;
 use crate::error::{Error, Result};
 
+/// Spins of [`backoff`] before it yields.
+const SPINS: u32 = 1 << 12;
+/// Yields of [`backoff`] before it tells the waiter to park.
+const YIELDS: u32 = 1 << 8;
+
 /// Spins, then yields: the wait used by barriers and by the caller of
 /// [`Team::run`]. Returns whether the waiter should now park (only used
 /// between jobs).
 #[inline]
 pub(super) fn backoff(step: &mut u32) -> bool {
-    const SPINS: u32 = 1 << 12;
-    const YIELDS: u32 = 1 << 8;
     *step = step.saturating_add(1);
     if *step <= SPINS {
         core::hint::spin_loop();
@@ -111,6 +118,9 @@ pub struct Team {
     workers: Vec<Thread>,
     layout: Layout,
     run_lock: Mutex<()>,
+    /// The caller of `run` parks at once (see the module docs): the team
+    /// has as many threads as the process has CPUs to run on.
+    caller_parks_at_once: bool,
 }
 
 impl Team {
@@ -132,8 +142,17 @@ impl Team {
             panic: Mutex::new(None),
             sync: JobSync::new(layout.slots()),
         });
-        let mut team =
-            Team { inner: inner.clone(), handles: Vec::new(), workers: Vec::new(), layout, run_lock: Mutex::new(()) };
+        // `available_parallelism` counts the CPUs of this process's affinity
+        // mask (and cgroup quota); unknown counts as "no CPU to spare".
+        let caller_parks_at_once = thread::available_parallelism().map_or(true, |cpus| cpus.get() <= n);
+        let mut team = Team {
+            inner: inner.clone(),
+            handles: Vec::new(),
+            workers: Vec::new(),
+            layout,
+            run_lock: Mutex::new(()),
+            caller_parks_at_once,
+        };
         let (ready_tx, ready_rx) = mpsc::channel::<(usize, Result<()>)>();
         for (t, slot) in team.layout.slots().iter().copied().enumerate() {
             let inner = inner.clone();
@@ -215,7 +234,7 @@ impl Team {
         for w in &self.workers {
             w.unpark();
         }
-        let mut step = 0;
+        let mut step = if self.caller_parks_at_once { SPINS + YIELDS } else { 0 };
         while inner.remaining.load(Ordering::Acquire) != 0 {
             if backoff(&mut step) {
                 thread::park();
