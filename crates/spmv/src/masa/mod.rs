@@ -4,9 +4,9 @@
 //!
 //! | paper | here |
 //! |---|---|
-//! | `masa_preprocess()`: nodes and cores per node, the thread count, refuse a non-static schedule | [`Masa::preprocess`] / [`Masa::preprocess_with`] ([`schedule`]) |
+//! | `masa_preprocess()`: nodes and cores per node, the thread count, refuse a non-static schedule | [`Masa::preprocess`] / [`Masa::preprocess_with`] (`schedule.rs`) |
 //! | `masa_allocate(&array)`: page-aligned shared arrays | [`Masa::allocate`] |
-//! | `masa_compute_chunks(dim, nthreads, ptrA)`: Algorithm 1 | [`algorithm1`], [`Masa::compute_chunks`], [`Split`] ([`split`]) |
+//! | `masa_compute_chunks(dim, nthreads, ptrA)`: Algorithm 1 | [`algorithm1`], [`Masa::compute_chunks`], [`Split`] (`split.rs`) |
 //! | `masa_distribute(A, jA, ptrA, x, y)`: bind chunks (page-rounded), interleave the rest | [`Masa::bind_chunks`], [`Masa::interleave`], [`Masa::place`] and the operators in [`crate::ops`] |
 //!
 //! An array whose chunk `t` is only ever touched by thread `t` (a
