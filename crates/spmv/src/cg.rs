@@ -6,9 +6,9 @@
 //! the update of the search direction from the next SpMV that reads all of
 //! it. One CG step costs three barriers.
 //!
-//! The iteration is written once, over [`CgSystem`]: what CG needs from
+//! The iteration is written once, over `CgSystem`: what CG needs from
 //! where it runs (each thread's rows, its part of the SpMV, and sums over
-//! every thread). One machine is [`OnTeam`]; the distributed operator of
+//! every thread). One machine is `OnTeam`; the distributed operator of
 //! the `mpi` feature is another, whose sums also cover every rank.
 
 use core::fmt;

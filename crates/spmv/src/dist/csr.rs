@@ -58,7 +58,7 @@ struct HaloBuffers {
 unsafe impl Sync for HaloBuffers {}
 
 /// A matrix with its rows split over the ranks of a communicator, each
-/// rank's block on the rank's team (see the [module docs](self)).
+/// rank's block on the rank's team (see the [module docs](crate::dist)).
 ///
 /// # Examples
 ///

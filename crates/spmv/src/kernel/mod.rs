@@ -3,7 +3,7 @@
 //!
 //! A plain CSR row loop is one chain of dependent additions, so it runs at
 //! the latency of an add, not at memory bandwidth. The loops here keep
-//! several independent accumulators ([`portable`], every [`Scalar`]); for
+//! several independent accumulators (`portable`, every [`Scalar`]); for
 //! `f64` the AVX2 loop (`avx2`) also gathers with fused multiply-adds and
 //! prefetches the value and index streams ahead of use. Which one runs is
 //! chosen once per call from [`Simd`], which the operators pick at
