@@ -25,7 +25,7 @@ use skelaff::numa::Topology;
 use skelaff::spmv::nas::{self, Class};
 use skelaff::spmv::{
     CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, SplitKind, SpmvOptions, SymSpmv, SymVariant, Team, TeamSpmv,
-    Triplets, lower_triangle,
+    Triplets,
 };
 
 fn criterion_dir() -> PathBuf {
@@ -145,7 +145,7 @@ fn formats_group(c: &mut Criterion, a: &Csr) {
         &team,
         &mut CscSpmv::new(&masa, &a.to_csc(), opts).expect("op"),
     );
-    let lower = lower_triangle(a);
+    let lower = a.lower_triangle();
     for v in [SymVariant::Duplicated, SymVariant::Single] {
         let mut op = SymSpmv::new(&masa, &lower, v, opts).expect("op");
         bench_op(&mut g, BenchmarkId::new("sym", v), &team, &mut op);

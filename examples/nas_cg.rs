@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde_json::json;
 use skelaff::numa::Topology;
-use skelaff::spmv::nas::{self, Class};
-use skelaff::spmv::{ArrayPlacement, Masa, Schedule, Simd, SplitKind, SpmvOptions};
+use skelaff::spmv::nas::Class;
+use skelaff::spmv_args::EngineArgs;
 
 /// NAS CG on a pinned thread team, verified against NPB's official zeta.
 #[derive(Parser, Debug)]
@@ -26,21 +26,8 @@ struct Args {
     /// Problem class: S, W, A, B or C.
     #[arg(long, default_value = "S")]
     class: Class,
-    /// Team threads, one pinned per CPU (scatter).
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Array placement: first-touch (the main thread writes everything), masa, interleave.
-    #[arg(long, default_value = "masa")]
-    placement: ArrayPlacement,
-    /// Row split: rows (Algorithm 1) or nnz (balance entries).
-    #[arg(long, default_value = "rows")]
-    split: SplitKind,
-    /// Kernels: portable or avx2 (default: the best this CPU has).
-    #[arg(long)]
-    simd: Option<Simd>,
-    /// Use 4 KiB pages instead of transparent huge pages.
-    #[arg(long)]
-    no_huge_pages: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
@@ -60,24 +47,14 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let topo = Topology::get()?;
-    let masa = Masa::preprocess_with(topo, args.threads, Schedule::from_env()?)?.huge_pages(!args.no_huge_pages);
-    let team = masa.team()?;
-    let simd = args.simd.unwrap_or_else(Simd::best);
-    let opts = SpmvOptions { split: args.split, placement: args.placement, simd }.simd(simd);
+    let engine = args.engine.engine()?;
+    let opts = engine.options();
     let p = args.class.params();
     println!("\n NAS Parallel Benchmarks (skelaff-spmv) - CG Benchmark\n");
     println!(" Size: {:>11}", p.na);
     println!(" Iterations: {:>5}", p.niter);
-    println!(
-        " Threads: {} ({}), placement {}, split {}, kernels {}, huge pages {}",
-        args.threads,
-        team.layout().slots().iter().map(|s| format!("cpu{}@node{}", s.cpu, s.node)).collect::<Vec<_>>().join(" "),
-        args.placement,
-        args.split,
-        opts.simd,
-        !args.no_huge_pages
-    );
-    let r = nas::run(&masa, &team, args.class, opts)?;
+    println!(" Threads: {engine}");
+    let r = engine.nas(args.class)?;
     println!(" Initialization time = {:15.3} seconds", r.init_seconds);
     println!("\n   iteration           ||r||                 zeta");
     for i in &r.iterations {
@@ -104,8 +81,8 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     if args.json {
         let j = json!({
             "benchmark": "CG", "class": r.class.to_string(), "na": p.na, "nonzer": p.nonzer, "niter": p.niter,
-            "shift": p.shift, "nnz": r.nnz, "threads": r.threads, "placement": args.placement.to_string(),
-            "split": args.split.to_string(), "simd": opts.simd.to_string(), "huge_pages": !args.no_huge_pages,
+            "shift": p.shift, "nnz": r.nnz, "threads": r.threads, "placement": opts.placement.to_string(),
+            "split": opts.split.to_string(), "simd": opts.simd.to_string(), "huge_pages": engine.masa().uses_huge_pages(),
             "numa_nodes": topo.nodes().len(),
             "zeta": r.zeta, "zeta_verify": p.zeta_verify, "error": r.error, "verified": r.verified,
             "seconds": r.seconds, "init_seconds": r.init_seconds, "mops": r.mops,

@@ -32,10 +32,8 @@ use clap::Parser;
 use serde_json::json;
 use skelaff::numa::Topology;
 use skelaff::spmv::nas::{self, Class};
-use skelaff::spmv::{
-    ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, Simd, SplitKind, SpmvOptions, SymSpmv,
-    SymVariant, TeamSpmv, Triplets, lower_triangle, mm, stream,
-};
+use skelaff::spmv::{CscSpmv, Csr, CsrSpmv, SharedArray, SymSpmv, SymVariant, TeamSpmv, Triplets, mm, stream};
+use skelaff::spmv_args::EngineArgs;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 enum Format {
@@ -59,21 +57,11 @@ struct Args {
     /// Storage and kernel: csr, csc, or sym (the lower triangle in CSC, MFDn style).
     #[arg(long, value_enum, default_value = "csr")]
     format: Format,
-    /// Row (column) split: rows (Algorithm 1) or nnz (balance entries).
-    #[arg(long, default_value = "rows")]
-    split: SplitKind,
-    /// Team threads, one pinned per CPU (scatter).
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Array placement: first-touch (one thread writes everything), masa, interleave.
-    #[arg(long, default_value = "masa")]
-    placement: ArrayPlacement,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// For --format sym: duplicated (CSC + CSR, the paper's Fig. 7) or single (CSC only).
     #[arg(long, default_value = "single")]
     sym_variant: SymVariant,
-    /// Kernels: portable or avx2 (default: the best this CPU has).
-    #[arg(long)]
-    simd: Option<Simd>,
     /// Timed SpMVs per implementation.
     #[arg(long, default_value_t = 30)]
     reps: usize,
@@ -81,9 +69,6 @@ struct Args {
     /// triad pass of each kind per round; STREAM's best pass is reported).
     #[arg(long, default_value_t = 10)]
     rounds: usize,
-    /// Use 4 KiB pages for the matrix and vectors instead of transparent huge pages.
-    #[arg(long)]
-    no_huge_pages: bool,
     /// MiB per STREAM array (default: max(last-level cache, 128 MiB)).
     #[arg(long)]
     stream_mib: Option<usize>,
@@ -141,10 +126,8 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let topo = Topology::get()?;
-    let masa = Masa::preprocess_with(topo, args.threads, Schedule::from_env()?)?.huge_pages(!args.no_huge_pages);
-    let team = masa.team()?;
-    let simd = args.simd.unwrap_or_else(Simd::best);
-    let opts = SpmvOptions { split: args.split, placement: args.placement, simd }.simd(simd);
+    let engine = args.engine.engine()?;
+    let (masa, team, opts) = (engine.masa(), engine.team(), engine.options());
 
     let t0 = Instant::now();
     let (name, a) = match (&args.file, args.nas_class) {
@@ -159,11 +142,11 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
 
     // The operator, and the matrix its result must equal.
     let (mut op, reference): (Box<dyn TeamSpmv<f64>>, Csr) = match args.format {
-        Format::Csr => (Box::new(CsrSpmv::new(&masa, &a, opts)?), a.clone()),
-        Format::Csc => (Box::new(CscSpmv::new(&masa, &a.to_csc(), opts)?), a.clone()),
+        Format::Csr => (Box::new(CsrSpmv::new(masa, &a, opts)?), a.clone()),
+        Format::Csc => (Box::new(CscSpmv::new(masa, &a.to_csc(), opts)?), a.clone()),
         Format::Sym => {
-            let lower = lower_triangle(&a);
-            (Box::new(SymSpmv::new(&masa, &lower, args.sym_variant, opts)?), symmetric_from_lower(&a)?)
+            let lower = a.lower_triangle();
+            (Box::new(SymSpmv::new(masa, &lower, args.sym_variant, opts)?), symmetric_from_lower(&a)?)
         }
     };
     let mut x: SharedArray<f64> = op.input_vector()?;
@@ -178,8 +161,8 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         Some(mib) => (mib << 20) / 8,
         None => (llc_bytes(topo).max(128 << 20) / 8) as usize,
     };
-    let mut triad_4k = stream::TriadArrays::new(&team, stream_len, false)?;
-    let mut triad_thp = stream::TriadArrays::new(&team, stream_len, true)?;
+    let mut triad_4k = stream::TriadArrays::new(team, stream_len, false)?;
+    let mut triad_thp = stream::TriadArrays::new(team, stream_len, true)?;
     let peers = (args.format == Format::Csr && !args.no_peers)
         .then(|| (peers::Sprs::new(&a), vec![0.0; a.nrows()], peers::Nalgebra::new(&a, &x)));
     let mut peers = peers;
@@ -196,10 +179,10 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     };
     for round in 0..=rounds {
         let warm = round == 0;
-        let p4 = triad_4k.pass(&team);
-        let ph = triad_thp.pass(&team);
+        let p4 = triad_4k.pass(team);
+        let ph = triad_thp.pass(team);
         for _ in 0..if warm { 1 } else { per_round } {
-            let s = timed(&mut || op.apply(&team, &x, &mut y).expect("sizes were checked"));
+            let s = timed(&mut || op.apply(team, &x, &mut y).expect("sizes were checked"));
             if !warm {
                 t_op.push(s);
             }
@@ -253,14 +236,9 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let nodes = topo.nodes().len();
     println!("matrix     {name}: {} x {}, {} entries (loaded in {load_s:.2} s)", a.nrows(), a.ncols(), a.nnz());
     println!(
-        "spmv       {:?} ({}), split {}, {} threads, placement {}, kernels {}, huge pages {}",
+        "spmv       {:?} ({}) on {engine}",
         args.format,
         if args.format == Format::Sym { args.sym_variant.to_string() } else { "-".into() },
-        args.split,
-        args.threads,
-        args.placement,
-        opts.simd,
-        !args.no_huge_pages
     );
     println!(
         "result     max relative error {err:.2e} against the sequential reference: {}",
@@ -276,7 +254,7 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         triad_gbs,
         triad_thp_gbs,
         (stream_len * 8) >> 20,
-        args.threads
+        engine.team().threads()
     );
     println!(
         "ratio      median SpMV {:.2} of the triad (4 KiB pages), {:.2} (huge pages); best SpMV {:.2}, {:.2}",
@@ -298,8 +276,8 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
             "matrix": name, "nrows": a.nrows(), "ncols": a.ncols(), "nnz": a.nnz(),
             "format": format!("{:?}", args.format).to_lowercase(),
             "sym_variant": (args.format == Format::Sym).then(|| args.sym_variant.to_string()),
-            "split": args.split.to_string(), "threads": args.threads, "placement": args.placement.to_string(),
-            "simd": opts.simd.to_string(), "huge_pages": !args.no_huge_pages, "numa_nodes": nodes,
+            "split": opts.split.to_string(), "threads": engine.team().threads(), "placement": opts.placement.to_string(),
+            "simd": opts.simd.to_string(), "huge_pages": masa.uses_huge_pages(), "numa_nodes": nodes,
             "correct": correct, "max_rel_err": err,
             "median_ms": med * 1e3, "best_ms": best * 1e3, "reps": t_op.len(),
             "model_bytes": bytes, "gbs": gbs, "gbs_best": gbs_best,

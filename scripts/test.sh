@@ -9,6 +9,14 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The API docs build without broken or redundant links.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace --quiet
+# Feature `mpi`: its lints and docs, the distributed operators under mpirun
+# (1-4 ranks, --oversubscribe) and the CLI under mpirun. As root, mpirun
+# needs these two variables (the tests also pass --allow-run-as-root).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cargo clippy -p skelaff-spmv -p skelaff --all-targets --features mpi --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc -p skelaff-spmv --no-deps --features mpi --quiet
+cargo test --quiet -p skelaff-spmv --features mpi --test mpi
+cargo test --quiet -p skelaff --features mpi --test linear_cli
 # The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
 # reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites
 # tests show each model fails without the fence after a reader's

@@ -10,7 +10,10 @@
 //! - [`spmv`]: MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG.
 //! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
 //! - [`locality`]: page-access profiles, footprints, locality figures and the NUCA study's placement schemes.
+//! - [`spmv_args`]: the command-line flags the SpMV binaries share.
 #![doc = ""]
+
+pub mod spmv_args;
 
 pub use skelaff_arrays as arrays;
 pub use skelaff_helper_threads as helpers;

@@ -1,16 +1,65 @@
 //! The conjugate gradient method on a [`Team`], one SPMD job per solve.
 //!
 //! Every thread updates only the rows its operator gives it
-//! ([`TeamSpmv::owned_rows`]); dot products are [`Ctx::sums`] reductions
-//! (deterministic for a given thread count); a barrier separates the
-//! update of the search direction from the next SpMV that reads all of it.
-//! One CG step costs three barriers.
+//! ([`TeamSpmv::owned_rows`]); dot products are [`TeamMember::sums`]
+//! reductions (deterministic for a given thread count); a barrier separates
+//! the update of the search direction from the next SpMV that reads all of
+//! it. One CG step costs three barriers.
+//!
+//! The iteration is written once, over `CgSystem`: what CG needs from
+//! where it runs (each thread's rows, its part of the SpMV, and sums over
+//! every thread). One machine is `OnTeam`; the distributed operator of
+//! the `mpi` feature is another, whose sums also cover every rank.
+
+use core::fmt;
+use core::ops::Range;
+use std::time::Instant;
 
 use crate::array::SharedArray;
 use crate::error::{Error, Result};
 use crate::matrix::check_len;
 use crate::ops::TeamSpmv;
-use crate::team::{Ctx, SharedMut, Team};
+use crate::team::{SharedMut, Team, TeamMember};
+
+/// What the CG iteration needs from the machine it runs on.
+pub(crate) trait CgSystem: Sync {
+    /// Length of the vectors this process holds.
+    fn local_len(&self) -> usize;
+    /// The team size the system was built for.
+    fn threads(&self) -> usize;
+    /// The rows of the local vectors thread `t` updates.
+    fn rows(&self, t: usize) -> Range<usize>;
+    /// This thread's part of `y = A x` on the local vectors.
+    ///
+    /// # Safety
+    ///
+    /// As [`TeamSpmv::apply_part`].
+    unsafe fn apply_part(&self, member: &TeamMember<'_>, x: &[f64], y: SharedMut<'_, f64>);
+    /// Sums over every thread (and every process), the same everywhere.
+    fn sums<const N: usize>(&self, member: &TeamMember<'_>, v: [f64; N]) -> [f64; N];
+}
+
+/// A [`TeamSpmv`] on one machine as a [`CgSystem`].
+pub(crate) struct OnTeam<'a, O>(pub(crate) &'a O);
+
+impl<O: TeamSpmv<f64>> CgSystem for OnTeam<'_, O> {
+    fn local_len(&self) -> usize {
+        self.0.nrows()
+    }
+    fn threads(&self) -> usize {
+        self.0.threads()
+    }
+    fn rows(&self, t: usize) -> Range<usize> {
+        self.0.owned_rows(t)
+    }
+    unsafe fn apply_part(&self, member: &TeamMember<'_>, x: &[f64], y: SharedMut<'_, f64>) {
+        // SAFETY: the caller's contract is the operator's.
+        unsafe { self.0.apply_part(member, x, y) }
+    }
+    fn sums<const N: usize>(&self, member: &TeamMember<'_>, v: [f64; N]) -> [f64; N] {
+        member.sums(v)
+    }
+}
 
 /// The work vectors of CG: search direction `p`, `q = A p`, residual `r`,
 /// iterate `z`.
@@ -21,33 +70,50 @@ pub(crate) struct CgVecs<'a> {
     pub(crate) z: SharedMut<'a, f64>,
 }
 
+/// Where [`cg_steps`] stopped.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) struct Steps {
+    /// Steps taken.
+    pub(crate) steps: usize,
+    /// `r·r` at the end.
+    pub(crate) rho: f64,
+    /// Whether a step found `p·Ap <= 0` (or NaN): `A` is not positive definite.
+    pub(crate) breakdown: bool,
+}
+
 /// CG steps from the current state (`p` complete on every thread, `rho =
-/// r·r`) until `max_iter` steps or `rho <= stop_rho`. Returns the steps
-/// taken and the final `rho`.
+/// r·r`) until `max_iter` steps, `rho <= stop_rho`, or, if
+/// `stop_on_breakdown`, a step with `pᵀAp <= 0` (NAS CG's shifted matrix is
+/// indefinite, and NPB runs its 25 steps regardless).
 ///
 /// # Safety
 ///
 /// Called by every thread of one team job with the same vectors (each of
-/// length `op.nrows() == op.ncols()`), which nothing else touches during
-/// the job; `p` must be complete (written before a barrier all threads
-/// passed) on entry.
+/// length `sys.local_len()`), which nothing else touches during the job;
+/// `p` must be complete (written before a barrier all threads passed) on
+/// entry.
 pub(crate) unsafe fn cg_steps(
-    ctx: &Ctx<'_>,
-    op: &impl TeamSpmv<f64>,
+    member: &TeamMember<'_>,
+    sys: &impl CgSystem,
     v: &CgVecs<'_>,
     mut rho: f64,
     max_iter: usize,
     stop_rho: f64,
-) -> (usize, f64) {
-    let rows = op.owned_rows(ctx.index());
+    stop_on_breakdown: bool,
+) -> Steps {
+    let rows = sys.rows(member.index());
     let mut steps = 0;
     while steps < max_iter && rho > stop_rho {
         // SAFETY: p is complete and read-only until the update below; q is
         // written only through the operator.
-        unsafe { op.apply_part(ctx, v.p.as_slice(), v.q) };
+        unsafe { sys.apply_part(member, v.p.as_slice(), v.q) };
         // SAFETY: this thread's rows of p and q; nobody writes them now.
         let (p, q) = unsafe { (v.p.range(rows.clone()), v.q.range(rows.clone())) };
-        let d = ctx.sum(p.iter().zip(q).map(|(a, b)| a * b).sum());
+        let [d] = sys.sums(member, [p.iter().zip(q).map(|(a, b)| a * b).sum()]);
+        // Every thread (and rank) sees the same `d`, so all stop together.
+        if stop_on_breakdown && (d.is_nan() || d <= 0.0) {
+            return Steps { steps, rho, breakdown: true };
+        }
         let alpha = rho / d;
         let rho0 = rho;
         // SAFETY: each thread writes only its own rows of z and r; nobody
@@ -59,7 +125,7 @@ pub(crate) unsafe fn cg_steps(
             *ri -= alpha * qi;
             local += *ri * *ri;
         }
-        rho = ctx.sum(local);
+        [rho] = sys.sums(member, [local]);
         let beta = rho / rho0;
         // SAFETY: after the reduction's barrier no thread reads p until the
         // barrier below; each thread writes its own rows.
@@ -67,16 +133,17 @@ pub(crate) unsafe fn cg_steps(
         for (pi, &ri) in p.iter_mut().zip(r.iter()) {
             *pi = ri + beta * *pi;
         }
-        ctx.barrier();
+        member.barrier();
         steps += 1;
     }
-    (steps, rho)
+    Steps { steps, rho, breakdown: false }
 }
 
 /// When to stop.
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CgOptions {
-    /// Stop when `‖b - A x‖ <= tolerance × ‖b‖`.
+    /// Stop when `‖r‖ <= tolerance × ‖b‖` for the recursively updated
+    /// residual `r`.
     pub tolerance: f64,
     /// Stop after this many steps.
     pub max_iter: usize,
@@ -89,7 +156,7 @@ impl Default for CgOptions {
 }
 
 /// What a solve did.
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CgReport {
     /// Steps taken.
     pub iterations: usize,
@@ -97,8 +164,26 @@ pub struct CgReport {
     pub residual_norm: f64,
     /// `‖b‖`.
     pub rhs_norm: f64,
+    /// `‖b − A x‖ / ‖b‖` for the returned `x`, computed afresh (`‖b − A
+    /// x‖` itself when `b = 0`).
+    pub relative_residual: f64,
     /// Whether the tolerance was met.
     pub converged: bool,
+    /// Seconds the iteration took (without setting up the vectors).
+    pub seconds: f64,
+}
+
+impl fmt::Display for CgReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} after {} iterations: relative residual ‖b − Ax‖/‖b‖ = {:.3e} in {:.3} s",
+            if self.converged { "converged" } else { "did not converge" },
+            self.iterations,
+            self.relative_residual,
+            self.seconds
+        )
+    }
 }
 
 /// Solves `A x = b` for a symmetric positive definite `A` by conjugate
@@ -107,7 +192,8 @@ pub struct CgReport {
 /// # Errors
 ///
 /// [`Error::NotSquare`]; [`Error::DimensionMismatch`];
-/// [`Error::TeamMismatch`]; allocation errors.
+/// [`Error::TeamMismatch`]; [`Error::NotPositiveDefinite`] when a step
+/// finds `pᵀAp <= 0`; allocation errors.
 ///
 /// # Examples
 ///
@@ -129,22 +215,35 @@ pub struct CgReport {
 /// let mut x = vec![0.0; n];
 /// let report = cg::solve(&team, &mut op, &b, &mut x, cg::CgOptions::default())?;
 /// assert!(report.converged && report.iterations <= n);
+/// assert!(report.relative_residual < 1e-9);
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
 pub fn solve(team: &Team, op: &mut impl TeamSpmv<f64>, b: &[f64], x: &mut [f64], opts: CgOptions) -> Result<CgReport> {
-    let n = op.nrows();
-    if op.ncols() != n {
-        return Err(Error::NotSquare { what: "CG", nrows: n, ncols: op.ncols() });
+    if op.ncols() != op.nrows() {
+        return Err(Error::NotSquare { what: "CG", nrows: op.nrows(), ncols: op.ncols() });
     }
-    if team.threads() != op.threads() {
-        return Err(Error::TeamMismatch { expected: op.threads(), got: team.threads() });
+    let p = op.input_vector()?;
+    let [q, r, z] = [op.output_vector()?, op.output_vector()?, op.output_vector()?];
+    solve_on(team, &OnTeam(&*op), [p, q, r, z], b, x, opts)
+}
+
+/// CG on any [`CgSystem`], with its work vectors `[p, q, r, z]` (each
+/// `sys.local_len()` long) given.
+pub(crate) fn solve_on(
+    team: &Team,
+    sys: &impl CgSystem,
+    vecs: [SharedArray<f64>; 4],
+    b: &[f64],
+    x: &mut [f64],
+    opts: CgOptions,
+) -> Result<CgReport> {
+    if team.threads() != sys.threads() {
+        return Err(Error::TeamMismatch { expected: sys.threads(), got: team.threads() });
     }
+    let n = sys.local_len();
     check_len("b", b.len(), n)?;
     check_len("x", x.len(), n)?;
-    let mut p: SharedArray<f64> = op.input_vector()?;
-    let mut q: SharedArray<f64> = op.output_vector()?;
-    let mut r: SharedArray<f64> = op.output_vector()?;
-    let mut z: SharedArray<f64> = op.output_vector()?;
+    let [mut p, mut q, mut r, mut z] = vecs;
     z.copy_from_slice(x);
     let v = CgVecs {
         p: SharedMut::new(&mut p),
@@ -152,29 +251,49 @@ pub fn solve(team: &Team, op: &mut impl TeamSpmv<f64>, b: &[f64], x: &mut [f64],
         r: SharedMut::new(&mut r),
         z: SharedMut::new(&mut z),
     };
-    let op = &*op;
-    let out = team.run_collect(|ctx| {
-        let rows = op.owned_rows(ctx.index());
+    let start = Instant::now();
+    let out = team.run_collect(|member| {
+        let rows = sys.rows(member.index());
         // r = b - A z, with z complete (copied before the job) and read-only here.
         // SAFETY: z is not written until cg_steps; r is written only by the operator.
-        unsafe { op.apply_part(ctx, v.z.as_slice(), v.r) };
+        unsafe { sys.apply_part(member, v.z.as_slice(), v.r) };
         // SAFETY: own rows of r and p.
         let (r, p) = unsafe { (v.r.range_mut(rows.clone()), v.p.range_mut(rows.clone())) };
         let (mut rr, mut bb) = (0.0, 0.0);
-        for ((ri, pi), &bi) in r.iter_mut().zip(p.iter_mut()).zip(&b[rows]) {
+        for ((ri, pi), &bi) in r.iter_mut().zip(p.iter_mut()).zip(&b[rows.clone()]) {
             *ri = bi - *ri;
             *pi = *ri;
             rr += *ri * *ri;
             bb += bi * bi;
         }
-        let [rho, bnorm2] = ctx.sums([rr, bb]);
+        let [rho, bnorm2] = sys.sums(member, [rr, bb]);
         let stop = opts.tolerance * opts.tolerance * bnorm2;
         // SAFETY: every thread calls with the same vectors; p is complete
         // after the reduction's barrier.
-        let (steps, rho) = unsafe { cg_steps(ctx, op, &v, rho, opts.max_iter, stop) };
-        (steps, rho, bnorm2, stop)
+        let steps = unsafe { cg_steps(member, sys, &v, rho, opts.max_iter, stop, true) };
+        // The true residual of the final iterate: r = b - A z (z complete
+        // after the last step's barrier; p is free to be overwritten).
+        // SAFETY: z is read-only; r is written only by the operator.
+        unsafe { sys.apply_part(member, v.z.as_slice(), v.r) };
+        // SAFETY: own rows of r, read only.
+        let r = unsafe { v.r.range(rows.clone()) };
+        let local: f64 = r.iter().zip(&b[rows]).map(|(&ri, &bi)| (bi - ri) * (bi - ri)).sum();
+        let [true_rr] = sys.sums(member, [local]);
+        (steps, bnorm2, stop, true_rr)
     });
-    let (iterations, rho, bnorm2, stop) = out[0];
+    let seconds = start.elapsed().as_secs_f64();
+    let (steps, bnorm2, stop, true_rr) = out[0];
+    if steps.breakdown {
+        return Err(Error::NotPositiveDefinite { iteration: steps.steps + 1 });
+    }
     x.copy_from_slice(&z);
-    Ok(CgReport { iterations, residual_norm: rho.sqrt(), rhs_norm: bnorm2.sqrt(), converged: rho <= stop })
+    let relative_residual = if bnorm2 > 0.0 { (true_rr / bnorm2).sqrt() } else { true_rr.sqrt() };
+    Ok(CgReport {
+        iterations: steps.steps,
+        residual_norm: steps.rho.sqrt(),
+        rhs_norm: bnorm2.sqrt(),
+        relative_residual,
+        converged: steps.rho <= stop,
+        seconds,
+    })
 }

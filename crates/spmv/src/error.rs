@@ -81,6 +81,28 @@ pub enum Error {
         /// Column of the offending entry.
         col: usize,
     },
+    /// A matrix that had to be symmetric is not.
+    #[error(
+        "the matrix is not symmetric: entry ({row}, {col}) is {value} but ({col}, {row}) is {mirror} (indices are 0-based)"
+    )]
+    NotSymmetric {
+        /// Row of the first entry whose mirror differs.
+        row: usize,
+        /// Its column.
+        col: usize,
+        /// `A[row][col]` (0 when not stored).
+        value: f64,
+        /// `A[col][row]` (0 when not stored).
+        mirror: f64,
+    },
+    /// CG found a direction `p` with `pᵀAp <= 0`, so `A` is not positive definite.
+    #[error(
+        "CG broke down at iteration {iteration}: pᵀAp <= 0, so the matrix is not positive definite (CG needs a symmetric positive definite matrix)"
+    )]
+    NotPositiveDefinite {
+        /// The 1-based iteration that found it.
+        iteration: usize,
+    },
     /// A thread count of zero.
     #[error("the thread count must be at least 1")]
     ZeroThreads,
@@ -92,8 +114,11 @@ pub enum Error {
         /// The schedule found.
         found: String,
     },
-    /// A schedule string that does not parse.
-    #[error("cannot parse schedule `{input}`: expected static, dynamic[,N], guided[,N], auto or runtime")]
+    /// A schedule with a known name but a chunk size that is not a
+    /// positive integer (or a chunk size where none is allowed).
+    #[error(
+        "cannot parse schedule `{input}`: the chunk size must be a positive integer, as in `dynamic,4` (auto and runtime take none)"
+    )]
     BadSchedule {
         /// The text.
         input: String,
@@ -114,13 +139,16 @@ pub enum Error {
         /// The value given.
         value: usize,
     },
-    /// A text value (class, format, placement, split) that does not parse.
-    #[error("cannot parse `{input}`: expected {expected}")]
-    Parse {
-        /// The text.
-        input: String,
-        /// The accepted forms.
-        expected: &'static str,
+    /// A name (class, schedule, placement, split, kernel level, ...) that is
+    /// not one of the names allowed.
+    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
+    UnknownName {
+        /// What kind of name was expected.
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names allowed.
+        allowed: &'static [&'static str],
     },
     /// A thread of the team panicked; the team cannot run more work.
     #[error("a team thread panicked earlier; the team is poisoned and must be rebuilt")]
@@ -133,6 +161,20 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Another MPI rank failed in a step all ranks take together, so this
+    /// rank gives up too (rather than wait for it forever).
+    #[error("MPI rank {rank} of {ranks} failed: {reason}")]
+    RankFailed {
+        /// The first rank (lowest number) that failed.
+        rank: usize,
+        /// How many ranks there are.
+        ranks: usize,
+        /// What went wrong there.
+        reason: String,
+    },
+    /// MPI could not be set up as the distributed operators need it.
+    #[error("MPI: {0}")]
+    Mpi(String),
     /// A NUMA allocation, policy or pinning error.
     #[error(transparent)]
     Numa(#[from] skelaff_numa_alloc::Error),
@@ -234,6 +276,13 @@ pub enum MmErrorKind {
     /// Reading the file failed at this line.
     #[error("read error: {0}")]
     Io(String),
+}
+
+impl Error {
+    /// An [`Error::UnknownName`] for `given`, which is not among `allowed`.
+    pub(crate) fn unknown_name(what: &'static str, given: &str, allowed: &'static [&'static str]) -> Error {
+        Error::UnknownName { what, given: given.to_owned(), allowed }
+    }
 }
 
 /// Result with this crate's [`Error`].

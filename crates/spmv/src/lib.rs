@@ -2,6 +2,9 @@
 
 pub mod array;
 pub mod cg;
+#[cfg(feature = "mpi")]
+pub mod dist;
+pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod masa;
@@ -14,10 +17,11 @@ pub mod stream;
 pub mod team;
 
 pub use array::SharedArray;
+pub use engine::{Engine, EngineOptions};
 pub use error::{Error, MmErrorKind, Result};
 pub use kernel::Simd;
 pub use masa::{Access, ArrayPlacement, Chunks, Masa, Schedule, Split, SplitKind, algorithm1};
 pub use matrix::{Csc, Csr, Triplets};
-pub use ops::{CscSpmv, CsrSpmv, SpmvOptions, SymSpmv, SymVariant, TeamSpmv, lower_triangle};
+pub use ops::{CscSpmv, CsrSpmv, OpShape, SpmvOptions, SymSpmv, SymVariant, TeamSpmv};
 pub use scalar::Scalar;
-pub use team::{Ctx, Layout, SharedMut, Team, ThreadSlot};
+pub use team::{Layout, SharedMut, Team, TeamMember, ThreadSlot};

@@ -130,7 +130,7 @@ impl<T: Scalar> Compressed<T> {
 }
 
 macro_rules! compressed_common {
-    ($name:ident) => {
+    ($name:ident, $lower:ident) => {
         impl<T: Scalar> $name<T> {
             /// Number of rows.
             pub fn nrows(&self) -> usize {
@@ -152,12 +152,23 @@ macro_rules! compressed_common {
                 &self.0.val
             }
 
-            /// The values, mutably (the structure cannot change).
-            pub fn values_mut(&mut self) -> &mut [T] {
-                &mut self.0.val
-            }
-
-            /// The three arrays `(ptrA, jA, A)`, consuming the matrix.
+            /// The three arrays `(ptrA, jA, A)`, consuming the matrix: what
+            /// `from_parts` takes, e.g. to hand the arrays to another library
+            /// without copying them.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use skelaff_spmv::{", stringify!($name), ", Triplets};")]
+            ///
+            /// let mut t = Triplets::new(2, 2)?;
+            /// t.push(1, 1, 3.0)?;
+            #[doc = concat!("let a = t.to_", stringify!($lower), "();")]
+            /// let (ptr, idx, val) = a.clone().into_parts();
+            /// assert_eq!((&ptr[..], &idx[..], &val[..]), (&[0, 0, 1][..], &[1][..], &[3.0][..]));
+            #[doc = concat!("assert_eq!(", stringify!($name), "::from_parts(2, 2, ptr, idx, val)?, a);")]
+            /// # Ok::<(), skelaff_spmv::Error>(())
+            /// ```
             pub fn into_parts(self) -> (SharedArray<u32>, SharedArray<u32>, SharedArray<T>) {
                 (self.0.ptr, self.0.idx, self.0.val)
             }
@@ -235,8 +246,8 @@ pub struct Csr<T = f64>(pub(crate) Compressed<T>);
 /// ```
 pub struct Csc<T = f64>(pub(crate) Compressed<T>);
 
-compressed_common!(Csr);
-compressed_common!(Csc);
+compressed_common!(Csr, csr);
+compressed_common!(Csc, csc);
 
 impl<T: Scalar> Csr<T> {
     /// A CSR matrix from its three arrays, validated.
@@ -280,6 +291,32 @@ impl<T: Scalar> Csr<T> {
         self.0.line(i)
     }
 
+    /// Rows `rows` as a matrix of their own (row `rows.start` becomes row
+    /// 0), every column kept: one rank's block of a row-distributed matrix.
+    ///
+    /// # Panics
+    ///
+    /// If `rows` is not inside `0..nrows`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_spmv::Triplets;
+    ///
+    /// let mut t = Triplets::new(3, 3)?;
+    /// t.push(2, 0, 5.0)?;
+    /// let block = t.to_csr().row_block(1..3);
+    /// assert_eq!(block.to_dense(), [[0.0; 3], [5.0, 0.0, 0.0]]);
+    /// # Ok::<(), skelaff_spmv::Error>(())
+    /// ```
+    pub fn row_block(&self, rows: core::ops::Range<usize>) -> Csr<T> {
+        assert!(rows.start <= rows.end && rows.end <= self.nrows(), "rows {rows:?} outside 0..{}", self.nrows());
+        let (lo, hi) = (self.0.ptr[rows.start], self.0.ptr[rows.end]);
+        let ptr: Vec<u32> = self.0.ptr[rows.start..=rows.end].iter().map(|&p| p - lo).collect();
+        let (idx, val) = (self.0.idx[lo as usize..hi as usize].to_vec(), self.0.val[lo as usize..hi as usize].to_vec());
+        Csr(Compressed { major: rows.len(), minor: self.0.minor, ptr: ptr.into(), idx: idx.into(), val: val.into() })
+    }
+
     /// Calls `f(row, col, value)` for every stored entry, row by row.
     pub fn for_each(&self, mut f: impl FnMut(usize, usize, T)) {
         for i in 0..self.0.major {
@@ -296,6 +333,88 @@ impl<T: Scalar> Csr<T> {
     /// The transpose, in CSR.
     pub fn transpose(&self) -> Csr<T> {
         Csr(self.0.transposed())
+    }
+
+    /// The lower triangle (diagonal included), in CSC: what MFDn stores of
+    /// its symmetric matrix.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_spmv::Triplets;
+    ///
+    /// let mut t = Triplets::new(2, 2)?;
+    /// t.push(0, 0, 2.0)?;
+    /// t.push(0, 1, 1.0)?;
+    /// t.push(1, 0, 1.0)?;
+    /// let lower = t.to_csr().lower_triangle();
+    /// assert_eq!(lower.to_dense(), [[2.0, 0.0], [1.0, 0.0]]);
+    /// # Ok::<(), skelaff_spmv::Error>(())
+    /// ```
+    pub fn lower_triangle(&self) -> Csc<T> {
+        let csc = self.to_csc();
+        let mut ptr = Vec::with_capacity(csc.ncols() + 1);
+        let (mut idx, mut val) = (Vec::new(), Vec::new());
+        ptr.push(0u32);
+        for j in 0..csc.ncols() {
+            let (is, vs) = csc.col(j);
+            for (&i, &v) in is.iter().zip(vs) {
+                if i as usize >= j {
+                    idx.push(i);
+                    val.push(v);
+                }
+            }
+            ptr.push(idx.len() as u32);
+        }
+        Csc(Compressed { major: csc.ncols(), minor: csc.nrows(), ptr: ptr.into(), idx: idx.into(), val: val.into() })
+    }
+
+    /// Checks that the matrix is square and equals its transpose exactly.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotSquare`]; [`Error::NotSymmetric`] naming the first entry
+    /// (by row) whose mirror differs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_spmv::{Error, Triplets};
+    ///
+    /// let mut t = Triplets::new(2, 2)?;
+    /// t.push(0, 1, 1.0)?;
+    /// t.push(1, 0, 1.0)?;
+    /// assert!(t.to_csr().check_symmetric().is_ok());
+    /// t.push(1, 0, 0.5)?; // now (1, 0) holds 1.5
+    /// assert!(matches!(t.to_csr().check_symmetric(), Err(Error::NotSymmetric { row: 0, col: 1, .. })));
+    /// # Ok::<(), skelaff_spmv::Error>(())
+    /// ```
+    pub fn check_symmetric(&self) -> Result<()> {
+        if self.nrows() != self.ncols() {
+            return Err(Error::NotSquare { what: "a symmetric matrix", nrows: self.nrows(), ncols: self.ncols() });
+        }
+        // Row i of Aᵀ lists column i of A, columns ascending; compare it
+        // with row i of A sorted the same way, explicit zeros left out.
+        let t = self.transpose();
+        let nonzero = |(js, vs): (&[u32], &[T])| -> Vec<(u32, T)> {
+            js.iter().zip(vs).filter(|&(_, &v)| v != T::ZERO).map(|(&j, &v)| (j, v)).collect()
+        };
+        for i in 0..self.nrows() {
+            let mut a = nonzero(self.row(i));
+            a.sort_by_key(|&(j, _)| j);
+            let b = nonzero(t.row(i));
+            if a != b {
+                let k = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+                let col = match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => x.0.min(y.0),
+                    (Some(x), None) | (None, Some(x)) => x.0,
+                    (None, None) => 0,
+                };
+                let at = |v: &[(u32, T)]| v.iter().filter(|e| e.0 == col).map(|e| e.1.to_f64()).sum::<f64>();
+                return Err(Error::NotSymmetric { row: i, col: col as usize, value: at(&a), mirror: at(&b) });
+            }
+        }
+        Ok(())
     }
 
     /// `y = A x`, sequentially, in the plainest way: the reference the
@@ -370,6 +489,21 @@ impl<T: Scalar> Csc<T> {
     /// The same matrix in CSR.
     pub fn to_csr(&self) -> Csr<T> {
         Csr(self.0.transposed())
+    }
+
+    /// Checks that no entry lies above the diagonal (what the symmetric
+    /// kernels and [`crate::mm::write_symmetric`] store).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotLowerTriangular`] naming the first such entry, column by column.
+    pub fn check_lower_triangular(&self) -> Result<()> {
+        for j in 0..self.0.major {
+            if let Some(&i) = self.0.line(j).0.iter().find(|&&i| (i as usize) < j) {
+                return Err(Error::NotLowerTriangular { row: i as usize, col: j });
+            }
+        }
+        Ok(())
     }
 
     /// `y = A x`, sequentially (the reference for the parallel kernels).

@@ -384,15 +384,7 @@ pub fn write_csr<T: Scalar, W: Write>(mut w: W, a: &Csr<T>) -> Result<()> {
 /// [`Error::NotLowerTriangular`] for an entry above the diagonal;
 /// [`Error::Write`] when the writer fails.
 pub fn write_symmetric<T: Scalar, W: Write>(mut w: W, lower: &Csc<T>) -> Result<()> {
-    let mut above = None;
-    lower.for_each(|i, j, _| {
-        if i < j && above.is_none() {
-            above = Some((i, j));
-        }
-    });
-    if let Some((row, col)) = above {
-        return Err(Error::NotLowerTriangular { row, col });
-    }
+    lower.check_lower_triangular()?;
     writeln!(w, "%%MatrixMarket matrix coordinate real symmetric").map_err(io)?;
     writeln!(w, "{} {} {}", lower.nrows(), lower.ncols(), lower.nnz()).map_err(io)?;
     let mut res = Ok(());
@@ -402,5 +394,58 @@ pub fn write_symmetric<T: Scalar, W: Write>(mut w: W, lower: &Csc<T>) -> Result<
         }
     });
     res.map_err(io)?;
+    w.flush().map_err(io)
+}
+
+/// Reads a vector: a Matrix Market file of one column (or one row), in
+/// `array` or `coordinate` format (missing coordinate entries are 0).
+///
+/// # Errors
+///
+/// As [`read_path`]; [`Error::DimensionMismatch`] when the file holds a
+/// matrix of more than one column and more than one row.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_spmv::mm;
+///
+/// let dir = std::env::temp_dir().join(format!("mm-vector-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("b.mtx");
+/// mm::write_vector(std::fs::File::create(&path)?, &[1.5, -2.0, 0.0])?;
+/// assert_eq!(mm::read_vector(&path)?, [1.5, -2.0, 0.0]);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_vector(path: impl AsRef<Path>) -> Result<Vec<f64>> {
+    let m = read_path::<f64>(path)?;
+    let t = &m.triplets;
+    let (len, along_rows) = match (t.nrows(), t.ncols()) {
+        (n, 1) => (n, true),
+        (1, n) => (n, false),
+        (_, ncols) => {
+            return Err(Error::DimensionMismatch { what: "a vector file's columns", got: ncols, expected: 1 });
+        }
+    };
+    let mut v = vec![0.0; len];
+    for (i, j, x) in t.iter() {
+        v[if along_rows { i } else { j }] += x;
+    }
+    Ok(v)
+}
+
+/// Writes `v` as an `array real general` file of one column, values in
+/// Rust's shortest round-trip form.
+///
+/// # Errors
+///
+/// [`Error::Write`] when the writer fails.
+pub fn write_vector<W: Write>(mut w: W, v: &[f64]) -> Result<()> {
+    writeln!(w, "%%MatrixMarket matrix array real general").map_err(io)?;
+    writeln!(w, "{} 1", v.len()).map_err(io)?;
+    for x in v {
+        writeln!(w, "{x}").map_err(io)?;
+    }
     w.flush().map_err(io)
 }

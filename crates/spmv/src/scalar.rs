@@ -1,17 +1,15 @@
-//! The value types a matrix may hold.
+//! The value types a matrix may hold. The kernels build on this trait;
+//! it knows nothing of them.
 
 use core::fmt::{Debug, Display};
-use core::ops::Range;
 use core::ops::{Add, AddAssign, Mul, Neg, Sub};
 
 use skelaff_numa_alloc::Zeroable;
 
-use crate::kernel::{self, Simd};
-
 /// A matrix value type: `f64` (with vectorised kernels) or `f32`.
 ///
-/// The kernels that matter for speed are methods here so that `f64` can
-/// override the portable versions with SIMD ones chosen at run time.
+/// The kernels ([`crate::kernel`]) are generic over it and take their
+/// vectorised paths when [`Scalar::as_f64_slice`] says the values are `f64`.
 pub trait Scalar:
     Copy
     + Default
@@ -43,40 +41,18 @@ pub trait Scalar:
     /// Parses a Matrix Market real field.
     fn parse_real(text: &str) -> Option<Self>;
 
-    /// `y[r - rows.start] = Σ_k val[k] * x[idx[k]]` over `k in ptr[r]..ptr[r + 1]`,
-    /// for each row `r` in `rows`: the CSR kernel on one chunk of rows.
-    ///
-    /// `simd` picks the instruction set where the type has a choice.
-    ///
-    /// # Safety
-    ///
-    /// `ptr.len() > rows.end`; `ptr` is non-decreasing over `rows` with
-    /// `ptr[rows.end] <= idx.len()` and `<= val.len()`; every index in those
-    /// rows is below `x.len()`; `y.len() >= rows.len()`. A validated
-    /// matrix with `x.len() == ncols` satisfies all of it.
-    unsafe fn csr_rows(
-        simd: Simd,
-        ptr: &[u32],
-        idx: &[u32],
-        val: &[Self],
-        x: &[Self],
-        y: &mut [Self],
-        rows: Range<usize>,
-    ) {
-        let _ = simd;
-        // SAFETY: the caller's contract is the kernel's.
-        unsafe { kernel::portable::csr_rows(ptr, idx, val, x, y, rows) }
+    /// `s` itself when `Self` is `f64`, else `None`: how the kernels find
+    /// the values their vectorised `f64` paths can take.
+    fn as_f64_slice(s: &[Self]) -> Option<&[f64]> {
+        let _ = s;
+        None
     }
 
-    /// `Σ_k val[k] * x[idx[k]]`: one gathered dot product.
-    ///
-    /// # Safety
-    ///
-    /// `idx.len() <= val.len()` and every index is below `x.len()`.
-    unsafe fn gather_dot(simd: Simd, idx: &[u32], val: &[Self], x: &[Self]) -> Self {
-        let _ = simd;
-        // SAFETY: the caller's contract is the kernel's.
-        unsafe { kernel::portable::gather_dot(idx, val, x) }
+    /// `s` itself when `Self` is `f64`, else `None` (see
+    /// [`Scalar::as_f64_slice`]).
+    fn as_f64_slice_mut(s: &mut [Self]) -> Option<&mut [f64]> {
+        let _ = s;
+        None
     }
 }
 
@@ -92,21 +68,11 @@ impl Scalar for f64 {
     fn parse_real(text: &str) -> Option<Self> {
         text.parse().ok()
     }
-    unsafe fn csr_rows(
-        simd: Simd,
-        ptr: &[u32],
-        idx: &[u32],
-        val: &[f64],
-        x: &[f64],
-        y: &mut [f64],
-        rows: Range<usize>,
-    ) {
-        // SAFETY: the trait's contract is the kernel's.
-        unsafe { kernel::csr_rows_f64(simd, ptr, idx, val, x, y, rows) }
+    fn as_f64_slice(s: &[f64]) -> Option<&[f64]> {
+        Some(s)
     }
-    unsafe fn gather_dot(simd: Simd, idx: &[u32], val: &[f64], x: &[f64]) -> f64 {
-        // SAFETY: the trait's contract is the kernel's (`idx.len() <= val.len()`).
-        unsafe { kernel::gather_dot_f64(simd, idx, &val[..idx.len()], x) }
+    fn as_f64_slice_mut(s: &mut [f64]) -> Option<&mut [f64]> {
+        Some(s)
     }
 }
 

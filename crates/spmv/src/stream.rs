@@ -74,8 +74,8 @@ impl TriadArrays {
         };
         let split = &t.split;
         let (sa, sb, sc) = (SharedMut::new(&mut t.a), SharedMut::new(&mut t.b), SharedMut::new(&mut t.c));
-        team.run(|ctx| {
-            let r = split.range(ctx.index());
+        team.run(|member| {
+            let r = split.range(member.index());
             // SAFETY: each thread writes only its own range of each array.
             unsafe {
                 sa.range_mut(r.clone()).fill(0.0);
@@ -106,8 +106,8 @@ impl TriadArrays {
         let split = &self.split;
         let (sa, sb, sc) = (SharedMut::new(&mut self.a), SharedMut::new(&mut self.b), SharedMut::new(&mut self.c));
         let t = Instant::now();
-        team.run(|ctx| {
-            let r = split.range(ctx.index());
+        team.run(|member| {
+            let r = split.range(member.index());
             // SAFETY: each thread touches only its own range of each array.
             let (a, b, c) = unsafe { (sa.range_mut(r.clone()), sb.range(r.clone()), sc.range(r)) };
             for ((ai, &bi), &ci) in a.iter_mut().zip(b).zip(c) {

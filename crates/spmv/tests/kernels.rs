@@ -9,7 +9,7 @@ use skelaff_numa_alloc::Topology;
 use skelaff_spmv::cg::{self, CgOptions};
 use skelaff_spmv::{
     ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, Simd, SplitKind, SpmvOptions, SymSpmv, SymVariant, Team,
-    TeamSpmv, Triplets, lower_triangle,
+    TeamSpmv, Triplets,
 };
 
 const MAX_THREADS: usize = 3;
@@ -144,7 +144,7 @@ proptest! {
     ) {
         let (masa, team) = &teams()[threads - 1];
         let full = symmetric(&t).to_csr();
-        let lower = lower_triangle(&full);
+        let lower = full.lower_triangle();
         let mut op = SymSpmv::new(masa, &lower, variant, opts).unwrap();
         let stored = if variant == SymVariant::Duplicated {
             2 * lower.nnz() - (0..full.nrows()).filter(|&i| full.row(i).0.contains(&(i as u32))).count()

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use skelaff_spmv::mm::{self, Field, Format, Symmetry};
-use skelaff_spmv::{Csr, Error, MmErrorKind, Triplets, lower_triangle};
+use skelaff_spmv::{Csr, Error, MmErrorKind, Triplets};
 
 fn read(text: &str) -> Result<mm::MmMatrix<f64>, Error> {
     mm::read(text.as_bytes())
@@ -198,7 +198,7 @@ proptest! {
         }
         let full = s.to_csr();
         let mut out = Vec::new();
-        mm::write_symmetric(&mut out, &lower_triangle(&full)).unwrap();
+        mm::write_symmetric(&mut out, &full.lower_triangle()).unwrap();
         let back = mm::read::<f64, _>(&out[..]).unwrap();
         prop_assert_eq!(back.header.symmetry, Symmetry::Symmetric);
         prop_assert_eq!(back.triplets.to_csr(), full);

@@ -12,7 +12,7 @@ use skelaff_numa_alloc::{NodeSet, Topology, pin, policy::interleave_node};
 use skelaff_spmv::nas::{self, Class};
 use skelaff_spmv::{
     ArrayPlacement, CscSpmv, Csr, CsrSpmv, Masa, Schedule, SharedArray, SplitKind, SpmvOptions, SymSpmv, SymVariant,
-    TeamSpmv, Triplets, lower_triangle,
+    TeamSpmv, Triplets,
 };
 use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 
@@ -101,7 +101,7 @@ fn main() -> ExitCode {
     s.check("symmetric SpMV, both variants, computes the full product", || {
         let full = symmetric(&a);
         for v in [SymVariant::Duplicated, SymVariant::Single] {
-            let op = SymSpmv::new(&masa, &lower_triangle(&full), v, SpmvOptions::default().split(SplitKind::Nnz))
+            let op = SymSpmv::new(&masa, &full.lower_triangle(), v, SpmvOptions::default().split(SplitKind::Nnz))
                 .map_err(|e| e.to_string())?;
             bound(&masa, "y", &op.output_vector().map_err(|e| e.to_string())?, op.split().bounds())?;
             correct(&masa, op, &full)?;

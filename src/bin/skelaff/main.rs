@@ -1,5 +1,6 @@
 //! The `skelaff` command line: inspect the machine, run the STAMP
-//! applications and the paper's experiment.
+//! applications and the paper's experiment, solve or multiply a user's
+//! Matrix Market matrix.
 
 use std::process::ExitCode;
 
@@ -13,6 +14,7 @@ static ALLOC: NumaAlloc = NumaAlloc::new();
 
 mod experiment;
 mod inspect;
+mod linear;
 mod locality;
 mod plot;
 
@@ -49,6 +51,12 @@ enum Command {
     /// The footprint of a recorded profile: accesses per page over time per
     /// thread, and pages by sharers, as CSV and SVG.
     Footprint(locality::FootprintArgs),
+    /// Solve A x = b by conjugate gradients for a symmetric positive definite
+    /// Matrix Market matrix (under mpirun, with the `mpi` feature: over every rank).
+    Cg(linear::CgArgs),
+    /// Multiply a Matrix Market matrix by a vector once: y = A x (under
+    /// mpirun, with the `mpi` feature: over every rank).
+    Spmv(linear::SpmvArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +72,8 @@ fn main() -> ExitCode {
         Command::Run { app, args } => experiment::run_app(&app, args),
         Command::Locality(args) => report(locality::locality(&args), "locality"),
         Command::Footprint(args) => report(locality::footprint(&args), "footprint"),
+        Command::Cg(args) => linear::main(linear::Linear::Cg(args)),
+        Command::Spmv(args) => linear::main(linear::Linear::Spmv(args)),
         Command::Experiment(args) => match experiment::experiment(&args) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,

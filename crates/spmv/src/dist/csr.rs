@@ -1,0 +1,395 @@
+//! [`DistCsr`]: a CSR matrix whose rows are split over MPI ranks. Each
+//! rank keeps its block of rows as two MASA-placed CSR operators on its own
+//! team: the *diagonal* part (the columns this rank owns, indexed into its
+//! own `x`) and the *off-diagonal* part (every other column, indexed into
+//! the halo buffer). An SpMV posts the halo exchange, multiplies the
+//! diagonal part while the messages travel (thread 0 tests them between
+//! chunks of its rows, so they progress without a progress thread), then
+//! adds the off-diagonal part once the halo has arrived.
+
+use core::cell::UnsafeCell;
+use core::ops::Range;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::comm::RankComm;
+use super::halo::HaloPlan;
+use crate::array::SharedArray;
+use crate::cg::CgSystem;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::masa::{Access, Split, SplitKind};
+use crate::matrix::{Csr, check_len};
+use crate::ops::{CsrSpmv, TeamSpmv};
+use crate::team::{SharedMut, Team, TeamMember};
+
+/// Entries of its diagonal part thread 0 multiplies between two tests of
+/// the halo messages (about 0.4 MB of matrix: a few tens of microseconds).
+const OVERLAP_CHUNK_NNZ: u32 = 1 << 15;
+
+/// The halo exchanges of one rank so far.
+#[derive(Clone, Copy, PartialEq, Debug, Default, Serialize, Deserialize)]
+pub struct HaloStats {
+    /// Exchanges (one per SpMV).
+    pub exchanges: u64,
+    /// Entries of `x` received per exchange.
+    pub recv_entries: usize,
+    /// Entries of `x` sent per exchange.
+    pub send_entries: usize,
+    /// Seconds from posting the messages until they all completed, summed.
+    pub exchange_seconds: f64,
+    /// Seconds thread 0 waited for messages after its overlapped work ran
+    /// out, summed: the communication not hidden behind compute.
+    pub exposed_seconds: f64,
+}
+
+/// The send and halo buffers of the exchange.
+///
+/// Protocol (what makes the `Sync` below sound): in an SpMV job, only
+/// thread 0 touches them until a barrier; after it, every thread reads
+/// `halo` and nobody writes either until the barrier that ends the SpMV.
+struct HaloBuffers {
+    send: UnsafeCell<Vec<f64>>,
+    halo: UnsafeCell<SharedArray<f64>>,
+}
+
+// SAFETY: see the protocol above; `f64` is plain data.
+unsafe impl Sync for HaloBuffers {}
+
+/// A matrix with its rows split over the ranks of a communicator, each
+/// rank's block on the rank's team (see the [module docs](crate::dist)).
+///
+/// # Examples
+///
+/// ```no_run
+/// use skelaff_spmv::dist::{DistCsr, Mpi};
+/// use skelaff_spmv::{Engine, EngineOptions, SplitKind, Triplets};
+///
+/// let mpi = Mpi::init()?;
+/// let comm = mpi.world();
+/// let engine = Engine::new(EngineOptions::default())?;
+/// // Every rank builds the same 1-D Laplacian and keeps its own rows.
+/// let n = 1000;
+/// let mut t = Triplets::new(n, n)?;
+/// for i in 0..n {
+///     t.push(i, i, 2.0)?;
+///     if i > 0 { t.push(i, i - 1, -1.0)?; }
+///     if i + 1 < n { t.push(i, i + 1, -1.0)?; }
+/// }
+/// let mut a = DistCsr::from_global(&comm, &engine, &t.to_csr(), SplitKind::Rows)?;
+/// let x = vec![1.0; a.local_cols()];
+/// let mut y = vec![0.0; a.local_rows()];
+/// a.apply(engine.team(), &x, &mut y)?;
+/// let y = comm.all_gather_vec(&y); // the whole product on every rank
+/// assert_eq!((y[0], y[1]), (1.0, 0.0));
+/// # Ok::<(), skelaff_spmv::Error>(())
+/// ```
+pub struct DistCsr<'c> {
+    comm: &'c RankComm,
+    rows: Split,
+    cols: Split,
+    diag: CsrSpmv<f64>,
+    offdiag: CsrSpmv<f64>,
+    plan: HaloPlan,
+    bufs: HaloBuffers,
+    stats: Mutex<HaloStats>,
+}
+
+impl<'c> DistCsr<'c> {
+    /// This rank's block: `local` holds its rows (`rows.range(rank)`) with
+    /// global column indices; `rows` and `cols` split the global rows and
+    /// columns (the entries of `x`) over the ranks. Collective.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadChunking`] when a split does not have one chunk per
+    /// rank; [`Error::DimensionMismatch`] when `local` does not match its
+    /// chunk or the column count; allocation and `mbind` errors; on every
+    /// other rank, [`Error::RankFailed`] naming the rank that failed.
+    pub fn new(comm: &'c RankComm, engine: &Engine, local: &Csr<f64>, rows: Split, cols: Split) -> Result<Self> {
+        let checked = if rows.threads() != comm.size() {
+            Err(Error::BadChunking { what: "one row chunk per rank", value: rows.threads() })
+        } else if cols.threads() != comm.size() {
+            Err(Error::BadChunking { what: "one column chunk per rank", value: cols.threads() })
+        } else {
+            check_len("the local block's rows", local.nrows(), rows.range(comm.rank()).len())
+                .and_then(|()| check_len("the local block's columns", local.ncols(), cols.dim()))
+        };
+        comm.agree(checked)?;
+        let plan = HaloPlan::new(comm, &cols, local.col_idx().iter().copied());
+        let built = DistCsr::build(comm, engine, local, &cols, &plan);
+        let (diag, offdiag, halo) = comm.agree(built)?;
+        Ok(DistCsr {
+            comm,
+            bufs: HaloBuffers { send: UnsafeCell::new(vec![0.0; plan.send_len()]), halo: UnsafeCell::new(halo) },
+            stats: Mutex::new(HaloStats {
+                recv_entries: plan.recv_len(),
+                send_entries: plan.send_len(),
+                ..HaloStats::default()
+            }),
+            rows,
+            cols,
+            diag,
+            offdiag,
+            plan,
+        })
+    }
+
+    /// The diagonal and off-diagonal operators and the halo buffer.
+    fn build(
+        comm: &RankComm,
+        engine: &Engine,
+        local: &Csr<f64>,
+        cols: &Split,
+        plan: &HaloPlan,
+    ) -> Result<(CsrSpmv<f64>, CsrSpmv<f64>, SharedArray<f64>)> {
+        let mine = cols.range(comm.rank());
+        let halo_cols = plan.halo_cols();
+        let (mut dp, mut di, mut dv) = (vec![0u32], Vec::new(), Vec::new());
+        let (mut op, mut oi, mut ov) = (vec![0u32], Vec::new(), Vec::new());
+        for r in 0..local.nrows() {
+            let (js, vs) = local.row(r);
+            for (&j, &v) in js.iter().zip(vs) {
+                if mine.contains(&(j as usize)) {
+                    di.push(j - mine.start as u32);
+                    dv.push(v);
+                } else {
+                    // Every column outside this rank's is in the halo (the plan was built from them).
+                    let at = halo_cols
+                        .binary_search(&j)
+                        .map_err(|_| Error::InvalidStructure(format!("column {j} missing from the halo")))?;
+                    oi.push(at as u32);
+                    ov.push(v);
+                }
+            }
+            dp.push(di.len() as u32);
+            op.push(oi.len() as u32);
+        }
+        let opts = engine.options();
+        let masa = engine.masa();
+        // One row split for both parts, balanced over all of a row's entries.
+        let split = masa.split(opts.split, local.row_ptr());
+        let diag = Csr::from_parts(local.nrows(), mine.len(), dp, di, dv)?;
+        let offdiag = Csr::from_parts(local.nrows(), halo_cols.len(), op, oi, ov)?;
+        let diag = CsrSpmv::with_split(masa, &diag, opts, split.clone())?;
+        let offdiag = CsrSpmv::with_split(masa, &offdiag, opts, split)?;
+        let halo = masa.place_zeroed(halo_cols.len(), Access::NonDeterministic, opts.placement)?;
+        Ok((diag, offdiag, halo))
+    }
+
+    /// Every rank holds the whole matrix `a` (read from one file, say) and
+    /// keeps its block of rows: rows split over the ranks by `kind` (equal
+    /// rows, or balanced entries), and the entries of `x` split like the
+    /// rows when `a` is square, in equal chunks otherwise. Collective.
+    ///
+    /// # Errors
+    ///
+    /// As [`DistCsr::new`].
+    pub fn from_global(comm: &'c RankComm, engine: &Engine, a: &Csr<f64>, kind: SplitKind) -> Result<Self> {
+        let rows = match kind {
+            SplitKind::Rows => Split::equal(a.nrows(), comm.size()),
+            SplitKind::Nnz => Split::nnz(a.row_ptr(), comm.size()),
+        };
+        let cols = if a.nrows() == a.ncols() { rows.clone() } else { Split::equal(a.ncols(), comm.size()) };
+        let local = a.row_block(rows.range(comm.rank()));
+        DistCsr::new(comm, engine, &local, rows, cols)
+    }
+
+    /// The communicator.
+    pub fn comm(&self) -> &'c RankComm {
+        self.comm
+    }
+
+    /// Global rows and columns.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows.dim(), self.cols.dim())
+    }
+
+    /// The split of the rows (and of `y`) over the ranks.
+    pub fn rows(&self) -> &Split {
+        &self.rows
+    }
+
+    /// The split of the columns (the entries of `x`) over the ranks.
+    pub fn cols(&self) -> &Split {
+        &self.cols
+    }
+
+    /// Rows this rank holds (the length of its `y`).
+    pub fn local_rows(&self) -> usize {
+        self.diag.nrows()
+    }
+
+    /// Entries of `x` this rank owns (the length of its `x`).
+    pub fn local_cols(&self) -> usize {
+        self.diag.ncols()
+    }
+
+    /// The team size the rank's block was split for.
+    pub fn threads(&self) -> usize {
+        self.diag.threads()
+    }
+
+    /// Entries stored on this rank.
+    pub fn local_nnz(&self) -> usize {
+        self.diag.nnz() + self.offdiag.nnz()
+    }
+
+    /// The halo plan.
+    pub fn plan(&self) -> &HaloPlan {
+        &self.plan
+    }
+
+    /// The exchanges so far.
+    pub fn stats(&self) -> HaloStats {
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A zeroed vector of this rank's entries of `x`, placed as the
+    /// diagonal part's input.
+    ///
+    /// # Errors
+    ///
+    /// Allocation and `mbind` errors.
+    pub fn input_vector(&self) -> Result<SharedArray<f64>> {
+        self.diag.input_vector()
+    }
+
+    /// A zeroed vector of this rank's rows of `y`, placed as the output.
+    ///
+    /// # Errors
+    ///
+    /// Allocation and `mbind` errors.
+    pub fn output_vector(&self) -> Result<SharedArray<f64>> {
+        self.diag.output_vector()
+    }
+
+    /// `y = A x` over every rank: `x` is this rank's entries of `x`, `y`
+    /// its rows. Collective.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TeamMismatch`]; [`Error::DimensionMismatch`] for wrong
+    /// lengths (checked on this rank only: a rank that fails here leaves the
+    /// others waiting in the exchange, so check lengths before a collective
+    /// loop, as the examples do).
+    pub fn apply(&mut self, team: &Team, x: &[f64], y: &mut [f64]) -> Result<()> {
+        if team.threads() != self.diag.threads() {
+            return Err(Error::TeamMismatch { expected: self.diag.threads(), got: team.threads() });
+        }
+        check_len("x", x.len(), self.local_cols())?;
+        check_len("y", y.len(), self.local_rows())?;
+        let ys = SharedMut::new(y);
+        let me = &*self;
+        // SAFETY: every team thread calls once with the same x and y, which
+        // this job borrows for its whole length; `&mut self` rules out a
+        // concurrent SpMV.
+        team.run(|member| unsafe { me.apply_part(member, x, ys) });
+        Ok(())
+    }
+
+    /// The rows of thread 0's chunk ending after about `OVERLAP_CHUNK_NNZ`
+    /// diagonal entries past `from`.
+    fn chunk_end(&self, from: usize, rows_end: usize) -> usize {
+        let ptr = self.diag.arrays().0;
+        let target = ptr[from].saturating_add(OVERLAP_CHUNK_NNZ);
+        let end = from + ptr[from..=rows_end].partition_point(|&p| p < target);
+        end.max(from + 1).min(rows_end)
+    }
+
+    /// This thread's part of the distributed SpMV.
+    ///
+    /// # Safety
+    ///
+    /// As [`TeamSpmv::apply_part`], with `x` this rank's entries of `x` and
+    /// `y` its rows; every rank runs it at once.
+    unsafe fn apply_part(&self, member: &TeamMember<'_>, x: &[f64], y: SharedMut<'_, f64>) {
+        assert!(x.len() == self.local_cols() && y.len() == self.local_rows(), "x or y has the wrong length");
+        let t = member.index();
+        let rows = self.diag.owned_rows(t);
+        // SAFETY: row ranges of different threads are disjoint and y is ours (contract).
+        let yt = unsafe { y.range_mut(rows.clone()) };
+        if t == 0 {
+            // SAFETY: thread 0 alone touches the buffers before the barrier below.
+            let (send, halo) = unsafe { (&mut *self.bufs.send.get(), &mut *self.bufs.halo.get()) };
+            let mut at = rows.start;
+            let times = self.plan.exchange(self.comm, x, send, halo, || {
+                if at < rows.end {
+                    let end = self.chunk_end(at, rows.end);
+                    self.diag.rows_into::<false>(x, at..end, &mut yt[at - rows.start..end - rows.start]);
+                    at = end;
+                }
+                at < rows.end
+            });
+            let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            s.exchanges += 1;
+            s.exchange_seconds += times.total;
+            s.exposed_seconds += times.exposed;
+        } else {
+            self.diag.rows_into::<false>(x, rows.clone(), yt);
+        }
+        member.barrier();
+        // SAFETY: after the barrier nobody writes the halo until the next one.
+        let halo: &[f64] = unsafe { &*self.bufs.halo.get() };
+        // SAFETY: as above, this thread's rows.
+        let yt = unsafe { y.range_mut(rows.clone()) };
+        self.offdiag.rows_into::<true>(halo, rows, yt);
+        member.barrier();
+    }
+
+    /// Seconds of one halo exchange with nothing to overlap (the median of
+    /// `reps`), run from the calling thread: what the overlapped SpMV's
+    /// exposed wait is measured against. Collective.
+    pub fn exchange_alone(&mut self, reps: usize) -> f64 {
+        let x = vec![0.0; self.local_cols()];
+        let mut times: Vec<f64> = (0..reps.max(1))
+            .map(|_| {
+                let (send, halo) = (self.bufs.send.get_mut(), self.bufs.halo.get_mut());
+                self.plan.exchange(self.comm, &x, send, halo, || false).total
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    }
+
+    /// The rows of this rank's vectors thread `t` of the team updates.
+    fn owned_rows(&self, t: usize) -> Range<usize> {
+        self.diag.owned_rows(t)
+    }
+}
+
+impl core::fmt::Debug for DistCsr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DistCsr")
+            .field("comm", &self.comm)
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("local_nnz", &self.local_nnz())
+            .field("halo", &(self.plan.recv_len(), self.plan.send_len()))
+            .finish()
+    }
+}
+
+/// A square [`DistCsr`] whose `x` is split like its rows, as the CG
+/// iteration sees it: sums over every thread and then every rank.
+pub(crate) struct DistSystem<'a, 'c>(pub(crate) &'a DistCsr<'c>);
+
+impl CgSystem for DistSystem<'_, '_> {
+    fn local_len(&self) -> usize {
+        self.0.local_rows()
+    }
+    fn threads(&self) -> usize {
+        self.0.diag.threads()
+    }
+    fn rows(&self, t: usize) -> Range<usize> {
+        self.0.owned_rows(t)
+    }
+    unsafe fn apply_part(&self, member: &TeamMember<'_>, x: &[f64], y: SharedMut<'_, f64>) {
+        // SAFETY: the caller's contract is the operator's.
+        unsafe { self.0.apply_part(member, x, y) }
+    }
+    fn sums<const N: usize>(&self, member: &TeamMember<'_>, v: [f64; N]) -> [f64; N] {
+        member.sums_then(v, |team| self.0.comm.sums(team))
+    }
+}
