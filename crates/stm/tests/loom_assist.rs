@@ -29,6 +29,24 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
+/// The auxiliary thread of the commit models: at most `rounds` rounds, then
+/// it stops (and says so), so that a commit waiting for it falls back to
+/// validating by itself: both ways are explored.
+fn bounded_auxiliary(
+    e: Arc<E>,
+    ch: Arc<Channel>,
+    rounds: u32,
+    finished: Arc<AtomicBool>,
+) -> loom::thread::JoinHandle<()> {
+    loom::thread::spawn(move || {
+        let mut aux = AuxCursor::default();
+        for _ in 0..rounds {
+            aux.step(&ch, &e);
+        }
+        finished.store(true, Ordering::Release);
+    })
+}
+
 /// The auxiliary thread: rounds until the application thread is done.
 fn auxiliary(e: Arc<E>, ch: Arc<Channel>, done: Arc<AtomicBool>) -> loom::thread::JoinHandle<()> {
     loom::thread::spawn(move || {
@@ -76,22 +94,28 @@ fn the_verdict_covers_exactly_the_entries_sent() {
 }
 
 /// Runs the application thread's transaction: read `cells[0]` (and
-/// `cells[1]` when `two_reads`), write `cells[4]`, commit with the
+/// `cells[4]` when `two_reads`), write `cells[8]`, commit with the
 /// auxiliary's verdict. The ring holds `cap` entries; with `aux_late` the
 /// auxiliary starts only after the reads were sent. Returns what the first
 /// read (or the second, if two) saw, the commit's outcome, and whether a
 /// read was kept.
 fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
     let e = Arc::new(E::new());
-    let cells = Arc::new([(); 8].map(|_| AtomicU64::new(0)));
+    // 12 words: 0, 4 and 8 lie in three different 32-byte stripes.
+    let cells = Arc::new([(); 12].map(|_| AtomicU64::new(0)));
     let ch = Arc::new(Channel::new(cap, 1));
-    let done = Arc::new(AtomicBool::new(false));
-    let watched = if two_reads { 1 } else { 0 };
+    let finished = Arc::new(AtomicBool::new(false));
+    let reads: &[usize] = if two_reads { &[0, 4] } else { &[0] };
+    let watched = reads[reads.len() - 1];
     let writer = {
         let (e, cells) = (e.clone(), cells.clone());
         loom::thread::spawn(move || e.store_single(&cells[watched], 1, 0))
     };
-    let mut aux = if aux_late { None } else { Some(auxiliary(e.clone(), ch.clone(), done.clone())) };
+    let rounds = 2;
+    let mut aux =
+        if aux_late { None } else { Some(bounded_auxiliary(e.clone(), ch.clone(), rounds, finished.clone())) };
+    // Whether the attempt during which the auxiliary started kept a read.
+    let mut kept_before_aux = None;
     let mut st = TxState::new(1);
     let mut cur = AppCursor::default();
     let outcome = loop {
@@ -99,7 +123,7 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
         cur.begin(&ch);
         let mut seen = 0;
         let mut ok = true;
-        for i in 0..=watched {
+        for &i in reads {
             let before = st.read_set_len();
             match st.read(&e, &cells[i]) {
                 Ok(v) => seen = v,
@@ -119,15 +143,16 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
             continue;
         }
         if aux.is_none() {
-            aux = Some(auxiliary(e.clone(), ch.clone(), done.clone()));
+            kept_before_aux = Some(cur.kept_reads());
+            aux = Some(bounded_auxiliary(e.clone(), ch.clone(), rounds, finished.clone()));
         }
         // SAFETY: `cells` outlives the attempt (held by this thread).
-        unsafe { st.write(&e, &cells[4], 7) };
+        unsafe { st.write(&e, &cells[8], 7) };
         let kept = cur.kept_reads();
         let r = st.commit_checked(&e, |st, bound| {
             cur.confirm(&ch, st, &e, bound, || {
                 loom::thread::yield_now();
-                true
+                !finished.load(Ordering::Acquire)
             })
         });
         match r {
@@ -138,12 +163,11 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
             }
         }
     };
-    done.store(true, Ordering::Release);
     writer.join().unwrap();
     aux.unwrap().join().unwrap();
-    let (seen, committed, kept) = outcome;
-    if two_reads && aux_late && cap == 1 {
-        assert!(kept || seen == 1, "the second read should have overflowed the ring");
+    let (seen, committed, _kept) = outcome;
+    if aux_late && cap == 1 {
+        assert_eq!(kept_before_aux, Some(true), "the second read should have overflowed the ring");
     }
     let Committed::Wrote(wv) = committed else { panic!("the transaction wrote") };
     let (_, lock) = e.lock_for(&cells[watched] as *const AtomicU64 as usize);

@@ -136,7 +136,11 @@ impl Tx {
             return false;
         }
         self.throttle = cfg.throttle;
-        self.assistant(cfg.placement).is_ok()
+        match &self.assist {
+            AssistSlot::Active(_) => true,
+            AssistSlot::Unavailable(_) => false,
+            AssistSlot::Untried => self.assistant(cfg.placement).is_ok(),
+        }
     }
 
     /// This thread's access sampler.

@@ -62,26 +62,34 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::assist::{AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
-use crate::primitive::{AtomicU64, Ordering, spin_loop, yield_now};
+#[cfg(not(loom))]
+use crate::primitive::AtomicU64;
+use crate::primitive::{Ordering, spin_loop, yield_now};
 use crate::raw::TxState;
 
 use self::ring::{AppCursor, Channel};
 
 /// Entries in each ring (64 KiB of entries).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const RING_CAPACITY: usize = 4096;
 
 /// How long a commit waits for its auxiliary's verdict before validating
 /// its read set itself.
 pub(crate) const WAIT_BUDGET: Duration = Duration::from_micros(200);
 
-/// The injected fault (see `assist::__inject_aux_fault`).
+/// The injected fault (see `assist::__inject_aux_fault`); loom builds
+/// start no auxiliary threads, so have none.
+#[cfg(not(loom))]
 static FAULT: AtomicU64 = AtomicU64::new(0);
 
 pub(crate) fn set_fault(millis: u64) {
+    #[cfg(not(loom))]
     FAULT.store(millis, Ordering::Relaxed);
+    #[cfg(loom)]
+    let _ = millis;
 }
 
-#[cfg_attr(loom, allow(dead_code))]
+#[cfg(not(loom))]
 fn fault() -> u64 {
     FAULT.load(Ordering::Relaxed)
 }
@@ -95,10 +103,13 @@ pub(crate) struct Assistant {
     aux: Option<std::thread::Thread>,
     pairing: AssistPairing,
     /// The CPUs claimed for this pair (released on drop).
+    #[cfg_attr(loom, allow(dead_code))]
     claimed: Vec<usize>,
     /// The last wait timed out: do not wait again until the auxiliary has
     /// caught up with an attempt.
     stalled: bool,
+    /// The value of throttle lever (a) last given to the auxiliary.
+    park_idle: bool,
 }
 
 impl Assistant {
@@ -108,9 +119,15 @@ impl Assistant {
         let (pairing, claimed) = pairing::place(placement)?;
         let ch = Arc::new(Channel::new(RING_CAPACITY, owner));
         match auxiliary::spawn(Arc::clone(&ch), pairing.aux_cpu) {
-            Ok(aux) => {
-                Ok(Assistant { ch, cur: AppCursor::default(), aux: Some(aux), pairing, claimed, stalled: false })
-            }
+            Ok(aux) => Ok(Assistant {
+                ch,
+                cur: AppCursor::default(),
+                aux: Some(aux),
+                pairing,
+                claimed,
+                stalled: false,
+                park_idle: false,
+            }),
             Err(e) => {
                 pairing::release(&claimed);
                 Err(e)
@@ -132,7 +149,11 @@ impl Assistant {
     /// Starts an attempt; wakes the auxiliary if it parked.
     #[inline]
     pub(crate) fn begin(&mut self, throttle: Throttle) {
-        self.ch.park_idle.store(throttle.park_idle, Ordering::Relaxed);
+        if throttle.park_idle != self.park_idle {
+            // Only on a change: the auxiliary reads this line while it idles.
+            self.park_idle = throttle.park_idle;
+            self.ch.park_idle.store(throttle.park_idle, Ordering::Relaxed);
+        }
         self.cur.begin(&self.ch);
         if self.cur.aux_sleeping(&self.ch) {
             if let Some(t) = &self.aux {
