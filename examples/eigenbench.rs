@@ -500,7 +500,7 @@ impl fmt::Display for Report {
             self.nopo,
             if self.validate_every == 0 { "never".to_owned() } else { self.validate_every.to_string() },
         )?;
-        writeln!(f, "{:<12} {:>10} {:>12} {:>8} {:>8} {}", "mode", "median s", "txs/s", "vs off", "aborts", "check")?;
+        writeln!(f, "{:<12} {:>10} {:>12} {:>8} {:>8} check", "mode", "median s", "txs/s", "vs off", "aborts")?;
         for m in &self.modes {
             writeln!(
                 f,

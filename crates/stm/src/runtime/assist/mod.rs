@@ -204,7 +204,7 @@ impl Assistant {
     ) -> bool {
         // An auxiliary that timed out before and has not caught up since
         // is not waited for again.
-        let mut wait = !(self.stalled && !self.cur.aux_reached_attempt(&self.ch));
+        let mut wait = !self.stalled || self.cur.aux_reached_attempt(&self.ch);
         let ch = &*self.ch;
         let start = Instant::now();
         let mut spins = 0u32;
