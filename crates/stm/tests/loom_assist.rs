@@ -59,7 +59,7 @@ fn auxiliary(e: Arc<E>, ch: Arc<Channel>, done: Arc<AtomicBool>) -> loom::thread
 }
 
 /// The verdict once it is not pending (the auxiliary eventually runs).
-fn final_verdict(cur: &AppCursor, ch: &Channel, bound: u64) -> Verdict {
+fn final_verdict(cur: &mut AppCursor, ch: &Channel, bound: u64) -> Verdict {
     loop {
         match cur.verdict(ch, bound) {
             Verdict::Pending => loom::thread::yield_now(),
@@ -84,7 +84,7 @@ fn the_verdict_covers_exactly_the_entries_sent() {
             cur.begin(&ch);
             assert!(cur.push(&ch, 1, 0, false));
             assert!(cur.push(&ch, 2, 0, false));
-            let v = final_verdict(&cur, &ch, 0);
+            let v = final_verdict(&mut cur, &ch, 0);
             done.store(true, Ordering::Release);
             aux.join().unwrap();
             let expected = if second_stale { Verdict::Stale } else { Verdict::Valid };

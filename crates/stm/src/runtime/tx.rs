@@ -112,7 +112,7 @@ impl Tx {
     /// assert_eq!(x, 3);
     /// ```
     pub fn validate(&mut self) -> Result<(), TxError> {
-        let ok = match (&self.assist, self.assisted) {
+        let ok = match (&mut self.assist, self.assisted) {
             (AssistSlot::Active(a), true) => a.validate_now(&self.st, engine()),
             _ => self.st.validate(engine()),
         };

@@ -183,7 +183,7 @@ impl Assistant {
     /// A validation asked for by the program: the auxiliary re-checks every
     /// entry sent; the reads kept here are checked now. Returns false if
     /// the attempt is known stale.
-    pub(crate) fn validate_now<const N: usize>(&self, st: &TxState, e: &crate::raw::Engine<N>) -> bool {
+    pub(crate) fn validate_now<const N: usize>(&mut self, st: &TxState, e: &crate::raw::Engine<N>) -> bool {
         if self.conflicted() {
             return false;
         }

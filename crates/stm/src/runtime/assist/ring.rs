@@ -28,6 +28,12 @@ use crate::raw::{Engine, TxState};
 /// checked against.
 type Entry = [u64; 2];
 
+/// Entries the application thread writes before it publishes `tail`: one
+/// store to the line the auxiliary polls per batch rather than per read
+/// (on separate cores each such store moves the line). A commit or a
+/// validation publishes the rest first.
+pub const PUBLISH_EVERY: u64 = 8;
+
 /// Whether lock word `w` still vouches for a read checked against bound
 /// `bound` by the transaction of owner `me`.
 #[inline(always)]
@@ -151,6 +157,8 @@ pub struct AppCursor {
     sent: u64,
     /// Entries written over the channel's life (the next slot).
     tail: u64,
+    /// The `tail` last published to the auxiliary.
+    published: u64,
     /// The last `head` loaded (the consumer is at least there).
     head_seen: u64,
     /// This attempt stopped sending: its later reads stay with the
@@ -224,8 +232,19 @@ impl AppCursor {
         });
         self.tail += 1;
         self.sent += 1;
-        ch.tail.store(self.tail, Ordering::Release);
+        if self.tail - self.published >= PUBLISH_EVERY {
+            self.publish(ch);
+        }
         true
+    }
+
+    /// Publishes every entry written so far to the auxiliary.
+    #[inline]
+    pub fn publish(&mut self, ch: &Channel) {
+        if self.published != self.tail {
+            self.published = self.tail;
+            ch.tail.store(self.tail, Ordering::Release);
+        }
     }
 
     /// Whether the auxiliary found this attempt stale (abort early).
@@ -234,17 +253,20 @@ impl AppCursor {
         ch.conflict.load(Ordering::Relaxed) == self.attempt
     }
 
-    /// Asks the auxiliary for a full validation pass of this attempt.
+    /// Asks the auxiliary for a full validation pass of this attempt
+    /// (publishing what was written first).
     #[inline]
-    pub fn request_pass(&self, ch: &Channel) {
+    pub fn request_pass(&mut self, ch: &Channel) {
+        self.publish(ch);
         ch.requests.fetch_add(1, Ordering::Release);
     }
 
     /// Whether every entry sent in this attempt is confirmed for
     /// validation bound `bound` (see the module docs). One poll; the
-    /// caller decides how long to wait.
+    /// caller decides how long to wait. Publishes what was written first.
     #[inline]
-    pub fn verdict(&self, ch: &Channel, bound: u64) -> Verdict {
+    pub fn verdict(&mut self, ch: &Channel, bound: u64) -> Verdict {
+        self.publish(ch);
         if ch.conflict.load(Ordering::Acquire) == self.attempt {
             return Verdict::Stale;
         }
@@ -267,7 +289,7 @@ impl AppCursor {
     /// [`sent`](Self::sent)-th on) are validated here; `Stale`: invalid;
     /// still pending: `st`'s whole read set is validated here.
     pub fn confirm<const N: usize>(
-        &self,
+        &mut self,
         ch: &Channel,
         st: &TxState,
         e: &Engine<N>,
