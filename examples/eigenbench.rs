@@ -16,19 +16,86 @@
 //! outside writes plus the inside writes of every attempt (plain writes are
 //! not rolled back). Exit status 1 if not.
 //!
+//! STM² knobs (Rico et al.): `--nlocal` private accesses after each
+//! transactional access inside the transaction (N_local), `--ep` the
+//! fraction of time outside transactions (calibrated once against plain
+//! transactions, then the same no-op count for every mode), and
+//! `--validate-every N` a read-set validation every N transactional
+//! accesses (1:N). `--assist off,on,on+throttle --repeat 5` runs each mode
+//! five times, interleaved, in this process, and reports each mode's median
+//! time and its ratio to `off`.
+//!
 //! ```sh
 //! cargo run --release --example eigenbench -- -n 2 --loops 200000 --a1 1024 --r1 8 --w1 2 --json
+//! cargo run --release --example eigenbench -- -n 1 --loops 20000 --r1 0 --w1 0 --r2 18 --w2 2 \
+//!     --nlocal 100 --assist off,on,on+throttle --repeat 5 --json
 //! ```
 
+use std::fmt;
 use std::process::ExitCode;
+use std::str::FromStr;
 use std::time::Instant;
 
 use clap::Parser;
-use skelaff::stm::{self, AbortReason, Config, Stats, TVar, TxOps};
+use serde::Serialize;
+use skelaff::numa;
+use skelaff::stm::{self, AbortReason, Assist, Config, Stats, TVar, Throttle, TxOps};
+
+/// How a run's transactions are assisted (`--assist`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AssistMode {
+    /// Plain.
+    Off,
+    /// An auxiliary thread validates, no throttling lever.
+    On,
+    /// An auxiliary thread validates, every throttling lever on.
+    OnThrottle,
+}
+
+impl AssistMode {
+    const NAMES: &'static [&'static str] = &["off", "on", "on+throttle"];
+
+    fn apply(self, cfg: Config) -> Config {
+        match self {
+            AssistMode::Off => cfg.assist(Assist::Off),
+            AssistMode::On => cfg.assist(Assist::Validation).throttle(Throttle::NONE),
+            AssistMode::OnThrottle => cfg.assist(Assist::Validation).throttle(Throttle::ALL),
+        }
+    }
+}
+
+impl fmt::Display for AssistMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(Self::NAMES[*self as usize])
+    }
+}
+
+impl FromStr for AssistMode {
+    type Err = stm::ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "off" => Ok(AssistMode::Off),
+            "on" => Ok(AssistMode::On),
+            "on+throttle" => Ok(AssistMode::OnThrottle),
+            other => Err(stm::ConfigError::UnknownName {
+                what: "assist mode",
+                given: other.to_owned(),
+                allowed: Self::NAMES,
+            }),
+        }
+    }
+}
+
+impl Serialize for AssistMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(Self::NAMES[*self as usize])
+    }
+}
 
 /// Eigenbench: hot/mild/cold arrays, reads and writes inside and outside
 /// transactions.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(name = "eigenbench")]
 struct Args {
     /// Threads.
@@ -85,6 +152,27 @@ struct Args {
     /// Contention manager: suicide or backoff.
     #[arg(short = 'c', long = "contention-manager", default_value = "suicide")]
     cm: String,
+    /// Private (non-transactional) accesses after each transactional
+    /// access, inside the transaction (STM²'s N_local).
+    #[arg(long, default_value_t = 0)]
+    nlocal: u32,
+    /// Fraction of the time spent outside transactions, 0 <= ep < 1 (the
+    /// embarrassingly parallel phases): sets --nopo by calibration against
+    /// plain transactions, once, for every mode.
+    #[arg(long)]
+    ep: Option<f64>,
+    /// Validate the read set every N transactional accesses (1:N; 0: never).
+    #[arg(long, default_value_t = 0)]
+    validate_every: u32,
+    /// Assist modes, comma-separated: off, on, on+throttle.
+    #[arg(long, value_delimiter = ',', default_value = "off")]
+    assist: Vec<AssistMode>,
+    /// Runs of each mode, interleaved (the median is reported).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Do not pin worker t to the t-th allowed CPU.
+    #[arg(long)]
+    no_pin: bool,
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
@@ -98,6 +186,10 @@ enum ArgError {
     EmptyArray { name: &'static str },
     #[error("locality {0} is not a probability: use 0.0..=1.0")]
     Locality(f64),
+    #[error("--ep {0} is not a fraction of time below 1: use 0.0..1.0")]
+    Ep(f64),
+    #[error("--repeat 0: give at least 1 run per mode")]
+    Repeat,
     #[error(transparent)]
     Config(#[from] stm::ConfigError),
 }
@@ -118,6 +210,14 @@ impl Args {
         }
         if !(0.0..=1.0).contains(&self.locality) {
             return Err(ArgError::Locality(self.locality));
+        }
+        if let Some(ep) = self.ep {
+            if !(0.0..1.0).contains(&ep) {
+                return Err(ArgError::Ep(ep));
+            }
+        }
+        if self.repeat == 0 {
+            return Err(ArgError::Repeat);
         }
         Ok(Config::new().contention(self.cm.parse()?))
     }
@@ -190,8 +290,25 @@ struct ThreadOut {
     checksum: u64,
 }
 
+/// Words of each thread's private array for the N_local accesses.
+const LOCAL_WORDS: usize = 1024;
+
 fn worker(a: &Args, cfg: &Config, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
+    if !a.no_pin {
+        if let Ok(topo) = numa::Topology::get() {
+            if let Some(cpu) = topo.allowed_cpus().iter().nth(t % topo.allowed_cpus().len().max(1)) {
+                let _ = numa::pin::pin_to_cpu(cpu);
+            }
+        }
+    }
+    if cfg.assist != Assist::Off {
+        if let Err(e) = stm::assist_pairing(cfg.placement) {
+            eprintln!("eigenbench: worker {t}: {e}");
+        }
+    }
     let mild: Vec<TVar<u64>> = (0..a.a2).map(|_| TVar::new(0)).collect();
+    let mut local = vec![0u64; LOCAL_WORDS];
+    let mut lj = 0usize;
     let mut cold = vec![0u64; a.a3];
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((t as u64 + 1) << 32) | 1);
     let (mut ph, mut pm, mut pc) = (Picker::new(), Picker::new(), Picker::new());
@@ -220,7 +337,7 @@ fn worker(a: &Args, cfg: &Config, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
         }));
         let sum = stm::atomically_with(cfg, |tx| {
             let mut sum = 0u64;
-            for (acc, &i) in plan.iter().zip(&idx) {
+            for (k, (acc, &i)) in plan.iter().zip(&idx).enumerate() {
                 match acc {
                     Access::HotR => sum = sum.wrapping_add(tx.read(&hot[i])?),
                     Access::HotW => {
@@ -235,6 +352,14 @@ fn worker(a: &Args, cfg: &Config, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
                         cold[i] += 1;
                         out.cold_inside_writes += 1;
                     }
+                }
+                for _ in 0..a.nlocal {
+                    let w = &mut local[lj % LOCAL_WORDS];
+                    *w = w.wrapping_add(sum | 1);
+                    lj = lj.wrapping_add(1);
+                }
+                if a.validate_every > 0 && (k + 1) % a.validate_every as usize == 0 {
+                    tx.validate()?;
                 }
                 nops(a.nopi);
             }
@@ -252,27 +377,28 @@ fn worker(a: &Args, cfg: &Config, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
         nops(a.nopo);
     }
     out.stats = Stats::take_thread();
+    out.checksum = out.checksum.wrapping_add(local.iter().fold(0, |x, &w| x ^ w));
     out.cold_sum = cold.iter().sum();
     out.mild_sum = mild.iter().map(TVar::load).sum();
     out
 }
 
-fn main() -> ExitCode {
-    let args = Args::parse();
-    let cfg = match args.check() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("eigenbench: {e}");
-            return ExitCode::from(2);
-        }
-    };
+/// One run of every worker.
+struct Run {
+    secs: f64,
+    stats: Stats,
+    /// The arrays sum to the committed writes.
+    ok: bool,
+}
+
+fn run_once(args: &Args, cfg: &Config) -> Option<Run> {
     let hot: Vec<TVar<u64>> = (0..args.a1).map(|_| TVar::new(0)).collect();
     let t0 = Instant::now();
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..args.threads)
             .map(|t| {
                 s.spawn({
-                    let (args, cfg, hot) = (&args, &cfg, &hot);
+                    let (args, cfg, hot) = (args, cfg, &hot);
                     move || worker(args, cfg, t, hot)
                 })
             })
@@ -281,11 +407,9 @@ fn main() -> ExitCode {
     });
     let secs = t0.elapsed().as_secs_f64();
     if outs.len() != args.threads {
-        eprintln!("eigenbench: a worker thread panicked");
-        return ExitCode::FAILURE;
+        return None;
     }
     let mut stats = Stats::default();
-    let mut ok = true;
     let (mut mild, mut cold_expected, mut cold) = (0u64, 0u64, 0u64);
     for o in &outs {
         stats.merge(&o.stats);
@@ -295,54 +419,194 @@ fn main() -> ExitCode {
     }
     let txs = args.loops * args.threads as u64;
     let hot_sum: u64 = hot.iter().map(TVar::load).sum();
-    let hot_expected = txs * u64::from(args.w1);
-    let mild_expected = txs * u64::from(args.w2);
-    if hot_sum != hot_expected || mild != mild_expected || cold != cold_expected || stats.commits != txs {
-        ok = false;
+    let ok = hot_sum == txs * u64::from(args.w1)
+        && mild == txs * u64::from(args.w2)
+        && cold == cold_expected
+        && stats.commits == txs;
+    Some(Run { secs, stats, ok })
+}
+
+/// The no-ops between transactions that make them `ep` of the time, for
+/// plain transactions of worker 0 (calibrated on a short plain run).
+fn calibrate_nopo(args: &Args, base: &Config, ep: f64) -> u32 {
+    let mut probe = args.clone();
+    probe.threads = 1;
+    probe.loops = (args.loops / 4).clamp(200, 20_000);
+    probe.nopo = 0;
+    probe.r3o = 0;
+    probe.w3o = 0;
+    let plain = base.assist(Assist::Off);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = run_once(&probe, &plain); // warm-up
+            let tx_secs = run_once(&probe, &plain).map_or(0.0, |r| r.secs) / probe.loops as f64;
+            const NOPS: u32 = 2_000_000;
+            let t = Instant::now();
+            nops(NOPS);
+            let nop_secs = t.elapsed().as_secs_f64() / f64::from(NOPS);
+            (tx_secs * ep / (1.0 - ep) / nop_secs).round().min(f64::from(u32::MAX)) as u32
+        })
+        .join()
+        .unwrap_or(0)
+    })
+}
+
+/// One assist mode's figure: its runs, their median, and the ratio of the
+/// median to plain's (`off`) in the same process.
+#[derive(Debug, Serialize)]
+struct ModeFigure {
+    mode: AssistMode,
+    seconds: Vec<f64>,
+    median_s: f64,
+    /// Median time over `off`'s median time (> 1: slower than plain).
+    time_ratio_to_off: Option<f64>,
+    txs_per_s: f64,
+    abort_ratio: f64,
+    aux_conflict_aborts: u64,
+    ok: bool,
+}
+
+/// The whole report (the JSON line).
+#[derive(Debug, Serialize)]
+struct Report {
+    benchmark: &'static str,
+    threads: usize,
+    loops: u64,
+    r1: u32,
+    w1: u32,
+    r2: u32,
+    w2: u32,
+    nlocal: u32,
+    ep: Option<f64>,
+    nopo: u32,
+    validate_every: u32,
+    repeat: usize,
+    modes: Vec<ModeFigure>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "eigenbench: {} threads x {} transactions; hot r{} w{}, mild r{} w{}; N_local {}; EP {}; nopo {}; validate 1:{}",
+            self.threads,
+            self.loops,
+            self.r1,
+            self.w1,
+            self.r2,
+            self.w2,
+            self.nlocal,
+            self.ep.map_or("-".to_owned(), |e| format!("{:.0}%", e * 100.0)),
+            self.nopo,
+            if self.validate_every == 0 { "never".to_owned() } else { self.validate_every.to_string() },
+        )?;
+        writeln!(f, "{:<12} {:>10} {:>12} {:>8} {:>8} check", "mode", "median s", "txs/s", "vs off", "aborts")?;
+        for m in &self.modes {
+            writeln!(
+                f,
+                "{:<12} {:>10.4} {:>12.0} {:>8} {:>8.4} {}",
+                m.mode.to_string(),
+                m.median_s,
+                m.txs_per_s,
+                m.time_ratio_to_off.map_or("-".to_owned(), |r| format!("{r:.3}")),
+                m.abort_ratio,
+                if m.ok { "ok" } else { "FAILED" }
+            )?;
+        }
+        Ok(())
     }
-    println!("eigenbench: {} threads x {} transactions, {:.3} s", args.threads, args.loops, secs);
-    println!(
-        "  hot {} words: r{} w{}; mild {} words/thread: r{} w{}; cold {} words/thread: in r{} w{}, out r{} w{}",
-        args.a1, args.r1, args.w1, args.a2, args.r2, args.w2, args.a3, args.r3i, args.w3i, args.r3o, args.w3o
-    );
-    println!("  nop in {} out {}, locality {}", args.nopi, args.nopo, args.locality);
-    println!("txs/s         : {:.0}", txs as f64 / secs);
-    println!("{stats}");
-    for r in AbortReason::ALL {
-        if stats.aborts_for(r) > 0 {
-            println!("  aborts {:<16}: {}", r.name(), stats.aborts_for(r));
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> ExitCode {
+    let mut args = Args::parse();
+    let base = match args.check() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("eigenbench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(ep) = args.ep {
+        args.nopo = calibrate_nopo(&args, &base, ep);
+    }
+    let mut modes = args.assist.clone();
+    modes.dedup();
+    let mut runs: Vec<Vec<Run>> = modes.iter().map(|_| Vec::new()).collect();
+    // A discarded run first: the lock table, the registry and the heap
+    // warm up before any mode is timed.
+    if run_once(&args, &base).is_none() {
+        eprintln!("eigenbench: a worker thread panicked");
+        return ExitCode::FAILURE;
+    }
+    for round in 0..args.repeat {
+        for (m, mode) in modes.iter().enumerate() {
+            let Some(run) = run_once(&args, &mode.apply(base)) else {
+                eprintln!("eigenbench: a worker thread panicked");
+                return ExitCode::FAILURE;
+            };
+            if !args.json {
+                println!("  run {round} {mode:<12} {:.4} s", run.secs);
+            }
+            runs[m].push(run);
         }
     }
-    println!(
-        "check         : hot {hot_sum}/{hot_expected}, mild {mild}/{mild_expected}, cold {cold}/{cold_expected}: {}",
-        if ok { "ok" } else { "FAILED" }
-    );
+    let txs = (args.loops * args.threads as u64) as f64;
+    let mut figures: Vec<ModeFigure> = modes
+        .iter()
+        .zip(&runs)
+        .map(|(&mode, rs)| {
+            let seconds: Vec<f64> = rs.iter().map(|r| r.secs).collect();
+            let median_s = median(&seconds);
+            let mut stats = Stats::default();
+            rs.iter().for_each(|r| stats.merge(&r.stats));
+            ModeFigure {
+                mode,
+                median_s,
+                time_ratio_to_off: None,
+                txs_per_s: txs / median_s,
+                abort_ratio: stats.total_aborts() as f64 / (stats.commits + stats.total_aborts()).max(1) as f64,
+                aux_conflict_aborts: stats.aborts_for(AbortReason::AuxiliaryConflict),
+                ok: rs.iter().all(|r| r.ok),
+                seconds,
+            }
+        })
+        .collect();
+    if let Some(off) = figures.iter().find(|f| f.mode == AssistMode::Off).map(|f| f.median_s) {
+        for f in &mut figures {
+            f.time_ratio_to_off = Some(f.median_s / off);
+        }
+    }
+    let ok = figures.iter().all(|f| f.ok);
+    let report = Report {
+        benchmark: "eigenbench",
+        threads: args.threads,
+        loops: args.loops,
+        r1: args.r1,
+        w1: args.w1,
+        r2: args.r2,
+        w2: args.w2,
+        nlocal: args.nlocal,
+        ep: args.ep,
+        nopo: args.nopo,
+        validate_every: args.validate_every,
+        repeat: args.repeat,
+        modes: figures,
+    };
+    print!("{report}");
     if args.json {
-        println!(
-            "{{\"benchmark\":\"eigenbench\",\"threads\":{},\"loops\":{},\"a1\":{},\"a2\":{},\"a3\":{},\"r1\":{},\"w1\":{},\
-             \"r2\":{},\"w2\":{},\"r3i\":{},\"w3i\":{},\"r3o\":{},\"w3o\":{},\"nopi\":{},\"nopo\":{},\"locality\":{},\
-             \"seconds\":{:.4},\"txs_per_s\":{:.1},\"abort_ratio\":{:.4},\"ok\":{ok},\"stats\":{}}}",
-            args.threads,
-            args.loops,
-            args.a1,
-            args.a2,
-            args.a3,
-            args.r1,
-            args.w1,
-            args.r2,
-            args.w2,
-            args.r3i,
-            args.w3i,
-            args.r3o,
-            args.w3o,
-            args.nopi,
-            args.nopo,
-            args.locality,
-            secs,
-            txs as f64 / secs,
-            stats.total_aborts() as f64 / (stats.commits + stats.total_aborts()).max(1) as f64,
-            stats.to_json()
-        );
+        match serde_json::to_string(&report) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                eprintln!("eigenbench: cannot write the JSON line: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     if ok {
         ExitCode::SUCCESS

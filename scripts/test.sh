@@ -20,6 +20,7 @@ cargo test --quiet -p skelaff --features mpi --test linear_cli
 # The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
 # reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites
 # tests show each model fails without the fence after a reader's
-# announcement). Own target directory: loom changes every dependency's cfg.
-RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim --target-dir target/loom
+# announcement), assisted execution's ring handshake (tests/loom_assist.rs).
+# Own target directory: loom changes every dependency's cfg.
+RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim --test loom_assist --target-dir target/loom
 cargo xtask numa-vm

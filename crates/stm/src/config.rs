@@ -1,9 +1,11 @@
-//! Transaction configuration: the contention manager, and its names.
+//! Transaction configuration: the contention manager and its names, and
+//! the assisted-execution settings (see [`assist`](crate::assist)).
 
 use core::str::FromStr;
 
 use strum::VariantNames;
 
+use crate::assist::{Assist, AuxPlacement, Throttle};
 use crate::error::ConfigError;
 
 /// What a transaction does after a conflict, before it runs again.
@@ -85,11 +87,24 @@ impl FromStr for ContentionManager {
 pub struct Config {
     /// The contention manager (default [`ContentionManager::Suicide`]).
     pub contention: ContentionManager,
+    /// Whether an auxiliary thread validates the reads (default
+    /// [`Assist::Off`]: plain).
+    pub assist: Assist,
+    /// The throttling levers of assisted mode (default: none).
+    pub throttle: Throttle,
+    /// Where the auxiliary thread runs (default
+    /// [`AuxPlacement::SharedCache`]).
+    pub placement: AuxPlacement,
 }
 
 impl Config {
-    /// The default: suicide.
-    pub const DEFAULT: Config = Config { contention: ContentionManager::Suicide };
+    /// The default: suicide, plain (no auxiliary thread).
+    pub const DEFAULT: Config = Config {
+        contention: ContentionManager::Suicide,
+        assist: Assist::Off,
+        throttle: Throttle::NONE,
+        placement: AuxPlacement::SharedCache,
+    };
 
     /// The default configuration.
     pub const fn new() -> Self {
@@ -99,6 +114,39 @@ impl Config {
     /// With contention manager `cm`.
     pub const fn contention(mut self, cm: ContentionManager) -> Self {
         self.contention = cm;
+        self
+    }
+
+    /// With assist mode `assist`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::{atomically_with, Assist, AuxPlacement, Config, TVar, TxOps};
+    ///
+    /// // `Anywhere`: this example may run where no CPU is free for a pinned
+    /// // auxiliary (with the default placement it would then run plain).
+    /// let cfg = Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere);
+    /// let v = TVar::new(0u64);
+    /// for _ in 0..100 {
+    ///     atomically_with(&cfg, |tx| tx.update(&v, |x| x + 1));
+    /// }
+    /// assert_eq!(v.load(), 100);
+    /// ```
+    pub const fn assist(mut self, assist: Assist) -> Self {
+        self.assist = assist;
+        self
+    }
+
+    /// With throttling levers `throttle` (for assisted mode).
+    pub const fn throttle(mut self, throttle: Throttle) -> Self {
+        self.throttle = throttle;
+        self
+    }
+
+    /// With auxiliary placement `placement` (for assisted mode).
+    pub const fn placement(mut self, placement: AuxPlacement) -> Self {
+        self.placement = placement;
         self
     }
 }

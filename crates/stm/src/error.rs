@@ -4,7 +4,8 @@ use core::fmt;
 
 /// Why a transaction attempt was rolled back.
 ///
-/// Counted per thread in [`Stats`](crate::Stats). The first four are
+/// Counted per thread in [`Stats`](crate::Stats). The first four (and
+/// `AuxiliaryConflict`) are
 /// conflicts, after which the transaction is re-run under the contention
 /// manager; the others end or suspend it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,6 +21,10 @@ pub enum AbortReason {
     LockedOnCommit,
     /// Commit-time validation of the read set failed.
     ValidateOnCommit,
+    /// The auxiliary thread of an assisted transaction found a read stale
+    /// (see [`Assist::Validation`](crate::Assist::Validation)); the
+    /// transaction aborted at its next operation, before its commit.
+    AuxiliaryConflict,
     /// The transaction called [`TxOps::retry`](crate::TxOps::retry): it waits
     /// until something it read changes.
     Retry,
@@ -32,11 +37,12 @@ pub enum AbortReason {
 
 impl AbortReason {
     /// Every reason, in counter order.
-    pub const ALL: [AbortReason; 7] = [
+    pub const ALL: [AbortReason; 8] = [
         AbortReason::LockedOnRead,
         AbortReason::ValidateOnRead,
         AbortReason::LockedOnCommit,
         AbortReason::ValidateOnCommit,
+        AbortReason::AuxiliaryConflict,
         AbortReason::Retry,
         AbortReason::Explicit,
         AbortReason::Panic,
@@ -51,6 +57,7 @@ impl AbortReason {
             AbortReason::ValidateOnRead => "validate_read",
             AbortReason::LockedOnCommit => "locked_commit",
             AbortReason::ValidateOnCommit => "validate_commit",
+            AbortReason::AuxiliaryConflict => "aux_conflict",
             AbortReason::Retry => "retry",
             AbortReason::Explicit => "explicit",
             AbortReason::Panic => "panic",
@@ -66,6 +73,7 @@ impl AbortReason {
                 | AbortReason::ValidateOnRead
                 | AbortReason::LockedOnCommit
                 | AbortReason::ValidateOnCommit
+                | AbortReason::AuxiliaryConflict
         )
     }
 }

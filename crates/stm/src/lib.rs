@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod assist;
 pub mod collections;
 mod config;
 mod engine;
@@ -21,6 +22,7 @@ mod tvar;
 mod txops;
 mod word;
 
+pub use assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle, assist_pairing};
 pub use collections::{THashMap, TList, TMap, TQueue};
 pub use config::{Config, ContentionManager};
 pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
@@ -29,6 +31,12 @@ pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
 pub use runtime::api::{atomically, atomically_with, startup, try_atomically, try_atomically_with};
 pub use runtime::guard::{EpochGuard, epoch_guard};
 pub use runtime::registry::MAX_THREADS;
+/// The assisted-execution channel, for the loom model of its handshake
+/// (`tests/loom_assist.rs`; loom builds only).
+#[cfg(loom)]
+pub mod assist_ring {
+    pub use crate::runtime::assist::ring::*;
+}
 /// Hooks for the loom models (loom builds only).
 #[cfg(loom)]
 pub mod loom_hooks {

@@ -13,7 +13,7 @@
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     pub(crate) use loom::thread::yield_now;
 
     /// In a loom model a spin must yield, or the model never ends.
@@ -59,7 +59,7 @@ mod imp {
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use core::hint::spin_loop;
-    pub(crate) use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     pub(crate) use crossbeam_utils::Backoff;
     pub(crate) use parking_lot::Mutex;
     pub(crate) use std::thread::yield_now;

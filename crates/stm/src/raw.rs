@@ -87,14 +87,19 @@ impl<const N: usize> Engine<N> {
     }
 
     /// Advances the clock GV4-style; call only while holding the write locks.
-    /// Returns the write version and whether this call's CAS moved the clock
-    /// from `rv` to `rv + 1` (then nobody committed since the snapshot `rv`).
+    /// Returns the write version `wv` and the *validation bound*: the clock
+    /// value up to which other commits may have written a stripe this
+    /// transaction read. When this call's CAS moved the clock from `c` to
+    /// `c + 1` the bound is `c` (no other commit has a version in
+    /// `(c, wv)`); when another committer moved it first and `wv` is shared,
+    /// the bound is `wv` itself. A bound equal to the snapshot `rv` means
+    /// nobody committed since the snapshot.
     #[inline]
-    fn advance(&self, rv: u64) -> (u64, bool) {
+    fn advance(&self) -> (u64, u64) {
         let c = self.clock.load(Ordering::Acquire);
         match self.clock.compare_exchange(c, c + 1, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => (c + 1, c == rv),
-            Err(actual) => (actual, false),
+            Ok(_) => (c + 1, c),
+            Err(actual) => (actual, actual),
         }
     }
 
@@ -286,6 +291,11 @@ impl TxState {
         TxState { owner, ..Default::default() }
     }
 
+    /// This transaction's owner id.
+    pub fn owner(&self) -> u64 {
+        self.owner
+    }
+
     /// The current snapshot bound.
     pub fn rv(&self) -> u64 {
         self.rv
@@ -404,9 +414,15 @@ impl TxState {
     /// Whether every stripe read is still at a version within the snapshot
     /// and not locked by another transaction.
     pub fn validate<const N: usize>(&self, e: &Engine<N>) -> bool {
+        self.validate_from(e, 0)
+    }
+
+    /// [`TxState::validate`] for the reads from the `from`-th on (the ones
+    /// an assisted transaction kept for itself; see the runtime's `assist`).
+    pub fn validate_from<const N: usize>(&self, e: &Engine<N>, from: usize) -> bool {
         let rv = self.rv;
         let me = self.owner;
-        self.reads.iter().all(|&i| {
+        self.reads.get(from..).unwrap_or(&[]).iter().all(|&i| {
             let w = e.lock(i as usize).load(Ordering::Acquire);
             version(w) <= rv && (!is_locked(w) || owner(w) == me)
         })
@@ -442,13 +458,38 @@ impl TxState {
     /// The abort reason; the caller must then call [`TxState::rollback`].
     #[inline]
     pub fn commit<const N: usize>(&mut self, e: &Engine<N>) -> Result<Committed, AbortReason> {
+        self.commit_checked(e, |st, _| st.validate(e))
+    }
+
+    /// [`TxState::commit`] with the read-set validation supplied by the
+    /// caller: once the write locks are held and the clock has advanced,
+    /// and only when some other transaction may have committed since the
+    /// snapshot, `read_set_valid(self, bound)` must say whether no other
+    /// transaction wrote a stripe of the read set with a version in
+    /// `(version seen, bound]` (see `Engine::advance` for `bound`). The
+    /// plain commit passes [`TxState::validate`]; an assisted one asks its
+    /// auxiliary thread first.
+    ///
+    /// # Errors
+    ///
+    /// As [`TxState::commit`].
+    #[inline]
+    pub fn commit_checked<const N: usize>(
+        &mut self,
+        e: &Engine<N>,
+        read_set_valid: impl FnOnce(&Self, u64) -> bool,
+    ) -> Result<Committed, AbortReason> {
         if self.writes.is_empty() {
             return Ok(Committed::ReadOnly);
         }
-        self.commit_writes(e)
+        self.commit_writes(e, read_set_valid)
     }
 
-    fn commit_writes<const N: usize>(&mut self, e: &Engine<N>) -> Result<Committed, AbortReason> {
+    fn commit_writes<const N: usize>(
+        &mut self,
+        e: &Engine<N>,
+        read_set_valid: impl FnOnce(&Self, u64) -> bool,
+    ) -> Result<Committed, AbortReason> {
         let me = self.owner;
         let mine = lock_bits(me);
         self.locked.clear();
@@ -475,8 +516,8 @@ impl TxState {
                 }
             }
         }
-        let (wv, nobody_since) = e.advance(self.rv);
-        if !nobody_since && !self.validate(e) {
+        let (wv, bound) = e.advance();
+        if bound != self.rv && !read_set_valid(self, bound) {
             self.release_failed(e);
             return Err(AbortReason::ValidateOnCommit);
         }

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use skelaff_stm::{Config, ContentionManager, TVar, TxOps, atomically, atomically_with};
+use skelaff_stm::{Assist, AuxPlacement, Config, ContentionManager, TVar, Throttle, TxOps, atomically_with};
 
 const ACCOUNTS: usize = 64;
 const INITIAL: u64 = 1_000;
@@ -20,8 +20,13 @@ struct Account {
     touched: TVar<u64>,
 }
 
-fn run_bank(cm: ContentionManager, transfers: usize) {
-    let cfg = Config::new().contention(cm);
+/// Assisted mode (an auxiliary thread per transaction thread), unpinned so
+/// that it runs on any machine, with every throttling lever or none.
+fn assisted(throttle: Throttle) -> Config {
+    Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(throttle)
+}
+
+fn run_bank(cfg: Config, transfers: usize) {
     let accounts: Vec<Account> =
         (0..ACCOUNTS).map(|_| Account { balance: TVar::new(INITIAL), touched: TVar::new(0) }).collect();
     let done = AtomicBool::new(false);
@@ -32,7 +37,7 @@ fn run_bank(cm: ContentionManager, transfers: usize) {
         s.spawn(move || {
             loop {
                 let stop = done_a.load(Ordering::Acquire);
-                let sum = atomically(|tx| {
+                let sum = atomically_with(&cfg, |tx| {
                     let mut sum = 0;
                     for a in accounts_a {
                         sum += tx.read(&a.balance)?;
@@ -95,10 +100,20 @@ fn run_bank(cm: ContentionManager, transfers: usize) {
 
 #[test]
 fn a_million_transfers_keep_the_total() {
-    run_bank(ContentionManager::Suicide, TRANSFERS);
+    run_bank(Config::new(), TRANSFERS);
 }
 
 #[test]
 fn transfers_with_backoff_keep_the_total() {
-    run_bank(ContentionManager::BACKOFF, TRANSFERS / 10);
+    run_bank(Config::new().contention(ContentionManager::BACKOFF), TRANSFERS / 10);
+}
+
+#[test]
+fn assisted_transfers_keep_the_total() {
+    run_bank(assisted(Throttle::ALL), TRANSFERS / 20);
+}
+
+#[test]
+fn assisted_transfers_without_throttling_keep_the_total() {
+    run_bank(assisted(Throttle::NONE), TRANSFERS / 50);
 }

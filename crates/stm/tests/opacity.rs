@@ -4,14 +4,33 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use skelaff_stm::{TVar, TxOps, atomically};
+use skelaff_stm::{Assist, AuxPlacement, Config, TVar, Throttle, TxOps, atomically_with};
 
 const VARS: usize = 8;
 const READER_TXS: u64 = 1_000_000;
 const WRITER_TXS: u64 = 200_000;
 
+/// Assisted mode (an auxiliary thread per transaction thread), unpinned so
+/// that it runs on any machine, with every throttling lever or none.
+fn assisted(throttle: Throttle) -> Config {
+    Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(throttle)
+}
+
 #[test]
 fn no_transaction_ever_sees_a_broken_invariant() {
+    broken_invariant_never_seen(&Config::new(), 1);
+}
+
+#[test]
+fn no_assisted_transaction_ever_sees_a_broken_invariant() {
+    broken_invariant_never_seen(&assisted(Throttle::ALL), 10);
+    broken_invariant_never_seen(&assisted(Throttle::NONE), 20);
+}
+
+/// Runs `READER_TXS / scale` readers' and `WRITER_TXS / scale` writers'
+/// transactions with `cfg`.
+fn broken_invariant_never_seen(cfg: &Config, scale: u64) {
+    let (reader_txs, writer_txs) = (READER_TXS / scale, WRITER_TXS / scale);
     // Invariant: every variable holds the same value, and `offset` is
     // always 0 (a = b) — a torn snapshot would index out of `table`.
     let vars: Vec<TVar<u64>> = (0..VARS).map(|_| TVar::new(0)).collect();
@@ -23,8 +42,8 @@ fn no_transaction_ever_sees_a_broken_invariant() {
         // Writer: bumps every variable in one transaction, in varying order.
         let (vars_w, done) = (&vars, &writers_done);
         s.spawn(move || {
-            for i in 0..WRITER_TXS {
-                atomically(|tx| {
+            for i in 0..writer_txs {
+                atomically_with(cfg, |tx| {
                     for j in 0..VARS {
                         let k = (j + i as usize) % VARS;
                         tx.update(&vars_w[k], |v| v + 1)?;
@@ -38,8 +57,8 @@ fn no_transaction_ever_sees_a_broken_invariant() {
         for r in 0..2 {
             let (vars, table, violations, attempts) = (&vars, &table, &violations, &attempts);
             s.spawn(move || {
-                for i in 0..READER_TXS / 2 {
-                    let sum = atomically(|tx| {
+                for i in 0..reader_txs / 2 {
+                    let sum = atomically_with(cfg, |tx| {
                         attempts.fetch_add(1, Ordering::Relaxed);
                         let first = tx.read(&vars[(i as usize + r) % VARS])?;
                         let mut sum = 0;
@@ -61,12 +80,21 @@ fn no_transaction_ever_sees_a_broken_invariant() {
     assert!(writers_done.load(Ordering::Relaxed));
     assert_eq!(violations.load(Ordering::Relaxed), 0, "a running transaction saw an inconsistent snapshot");
     let final_values: Vec<u64> = vars.iter().map(TVar::load).collect();
-    assert!(final_values.iter().all(|&v| v == WRITER_TXS), "{final_values:?}");
-    assert!(attempts.load(Ordering::Relaxed) >= READER_TXS);
+    assert!(final_values.iter().all(|&v| v == writer_txs), "{final_values:?}");
+    assert!(attempts.load(Ordering::Relaxed) >= reader_txs);
 }
 
 #[test]
 fn a_doomed_traversal_cannot_loop() {
+    doomed_traversal(&Config::new(), 100_000);
+}
+
+#[test]
+fn a_doomed_assisted_traversal_cannot_loop() {
+    doomed_traversal(&assisted(Throttle::ALL), 10_000);
+}
+
+fn doomed_traversal(cfg: &Config, rounds: u64) {
     // A ring of 4 indices that writers rotate; a reader follows `next`
     // links for exactly 4 steps and must come back to its start: a mixed
     // snapshot could produce a cycle that never returns.
@@ -76,9 +104,9 @@ fn a_doomed_traversal_cannot_loop() {
         let (next_w, stop_w) = (&next, &stop);
         s.spawn(move || {
             let mut perm = [0u64, 1, 2, 3];
-            for round in 0..100_000u64 {
+            for round in 0..rounds {
                 perm.rotate_left(1 + (round % 3) as usize);
-                atomically(|tx| {
+                atomically_with(cfg, |tx| {
                     for i in 0..4 {
                         tx.write(&next_w[perm[i] as usize], perm[(i + 1) % 4])?;
                     }
@@ -88,8 +116,8 @@ fn a_doomed_traversal_cannot_loop() {
             stop_w.store(true, Ordering::Relaxed);
         });
         let mut checked = 0u64;
-        while !stop.load(Ordering::Relaxed) || checked < 100_000 {
-            let back = atomically(|tx| {
+        while !stop.load(Ordering::Relaxed) || checked < rounds {
+            let back = atomically_with(cfg, |tx| {
                 let mut at = 0u64;
                 for _ in 0..4 {
                     at = tx.read(&next[at as usize])?;

@@ -8,7 +8,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use skelaff_stm::{AbortReason, Stats, TPtr, TVar, TxOps, atomically};
+use skelaff_stm::{
+    AbortReason, Assist, AuxPlacement, Config, Stats, TPtr, TVar, Throttle, TxOps, atomically, atomically_with,
+};
 
 struct Counted(Arc<AtomicUsize>);
 
@@ -18,14 +20,30 @@ impl Drop for Counted {
     }
 }
 
+/// Assisted mode (an auxiliary thread per transaction thread), unpinned so
+/// that it runs on any machine, with every throttling lever or none.
+fn assisted(throttle: Throttle) -> Config {
+    Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(throttle)
+}
+
 #[test]
 fn a_panic_writes_nothing_and_frees_every_lock() {
+    panic_writes_nothing(&Config::new());
+}
+
+#[test]
+fn an_assisted_panic_writes_nothing_and_frees_every_lock() {
+    // A thread of its own: `Stats::thread` counts this thread's aborts.
+    std::thread::spawn(|| panic_writes_nothing(&assisted(Throttle::ALL))).join().unwrap();
+}
+
+fn panic_writes_nothing(cfg: &Config) {
     let vars: Vec<TVar<u64>> = (0..100).map(TVar::new).collect();
     let link: TVar<Option<TPtr<Counted>>> = TVar::new(None);
     let drops = Arc::new(AtomicUsize::new(0));
     Stats::take_thread();
     let r = catch_unwind(AssertUnwindSafe(|| {
-        atomically(|tx| {
+        atomically_with(cfg, |tx| {
             for v in &vars {
                 tx.update(v, |x| x + 1000)?;
             }
@@ -47,22 +65,31 @@ fn a_panic_writes_nothing_and_frees_every_lock() {
     assert_eq!(Stats::thread().aborts_for(AbortReason::Panic), 1);
 
     // The thread's descriptor is usable again.
-    atomically(|tx| tx.update(&vars[0], |x| x + 1));
+    atomically_with(cfg, |tx| tx.update(&vars[0], |x| x + 1));
     assert_eq!(vars[0].load(), 1);
 }
 
 #[test]
 fn a_panic_while_others_commit_leaves_no_lock() {
+    panic_while_others_commit(&Config::new());
+}
+
+#[test]
+fn an_assisted_panic_while_others_commit_leaves_no_lock() {
+    panic_while_others_commit(&assisted(Throttle::ALL));
+}
+
+fn panic_while_others_commit(cfg: &Config) {
     let v = TVar::new(0u64);
     std::thread::scope(|s| {
         s.spawn(|| {
             for _ in 0..50_000 {
-                atomically(|tx| tx.update(&v, |x| x + 1));
+                atomically_with(cfg, |tx| tx.update(&v, |x| x + 1));
             }
         });
         for i in 0..2_000u64 {
             let _ = catch_unwind(AssertUnwindSafe(|| {
-                atomically(|tx| {
+                atomically_with(cfg, |tx| {
                     let x = tx.read(&v)?;
                     tx.write(&v, x + 1_000_000)?;
                     if i % 2 == 0 {

@@ -12,6 +12,7 @@
 //! | `reclaim` | epoch reclamation: stamping, collecting, orphans |
 //! | `retry` | waiting for a change, and waking the waiters |
 //! | `contention` | what a transaction does after a conflict |
+//! | `assist` | assisted execution: the auxiliary thread and its ring |
 //! | `tx` | the descriptor: runs a closure as a transaction; `TxOps` |
 //! | `thread` | the calling thread's state and its descriptor |
 //! | `guard` | epoch guards for readers outside transactions |
@@ -23,6 +24,7 @@
 //! know nothing of it.
 
 pub(crate) mod api;
+pub(crate) mod assist;
 mod contention;
 pub(crate) mod counters;
 pub(crate) mod guard;

@@ -3,6 +3,7 @@
 //! conflict, retry, commit, roll back) and is what the closure's [`TxOps`]
 //! calls reach.
 
+use crate::assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
 use crate::config::Config;
 use crate::engine::engine;
 use crate::erased::ErasedBox;
@@ -12,6 +13,7 @@ use crate::tvar::TVar;
 use crate::txops::TxOps;
 use crate::word::{TPtr, Word};
 
+use super::assist::AssistSlot;
 use super::contention::Contention;
 use super::reclaim::Garbage;
 use super::registry::{ThreadRecord, registry};
@@ -35,6 +37,12 @@ pub struct Tx {
     contention: Contention,
     sampler: Sampler,
     retry_locks: Vec<u32>,
+    /// The auxiliary thread of assisted mode, once asked for.
+    assist: AssistSlot,
+    /// This transaction runs assisted (its auxiliary is `assist`).
+    assisted: bool,
+    /// The throttling levers of this transaction (when `assisted`).
+    throttle: Throttle,
 }
 
 impl Tx {
@@ -51,6 +59,9 @@ impl Tx {
             contention: Contention::new(owner),
             sampler: Sampler::default(),
             retry_locks: Vec::new(),
+            assist: AssistSlot::Untried,
+            assisted: false,
+            throttle: Throttle::NONE,
         }
     }
 
@@ -67,6 +78,69 @@ impl Tx {
     /// Distinct words written so far in this attempt.
     pub fn write_set_len(&self) -> usize {
         self.st.write_set_len()
+    }
+
+    /// Validates the read set now, and aborts the attempt (returns the
+    /// conflict) if it no longer holds.
+    ///
+    /// Plain mode: a full scan of the read set, even when nothing committed
+    /// since the snapshot (an explicit, possibly unnecessary validation, as
+    /// the STM² paper's Eigenbench adds every N operations). Assisted mode
+    /// ([`Assist::Validation`]): the auxiliary thread is asked for a full
+    /// pass and this returns at once, with the conflict if the auxiliary
+    /// already found a stale read; reads kept on this thread (ring full)
+    /// are checked here. Either way the values read so far were consistent
+    /// when read (opacity does not depend on this call).
+    ///
+    /// # Errors
+    ///
+    /// A conflict ([`AbortReason::ValidateOnRead`], or
+    /// [`AbortReason::AuxiliaryConflict`] in assisted mode); propagate it
+    /// with `?`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::{atomically, TVar, TxOps};
+    ///
+    /// let v = TVar::new(3u32);
+    /// let x = atomically(|tx| {
+    ///     let x = tx.read(&v)?;
+    ///     tx.validate()?;
+    ///     Ok(x)
+    /// });
+    /// assert_eq!(x, 3);
+    /// ```
+    pub fn validate(&mut self) -> Result<(), TxError> {
+        let ok = match (&mut self.assist, self.assisted) {
+            (AssistSlot::Active(a), true) => a.validate_now(&self.st, engine()),
+            _ => self.st.validate(engine()),
+        };
+        if ok {
+            return Ok(());
+        }
+        let reason = if self.assisted { AbortReason::AuxiliaryConflict } else { AbortReason::ValidateOnRead };
+        Err(self.signal(TxError::Conflict(reason)))
+    }
+
+    /// Sets up this thread's auxiliary (on first use); where it runs.
+    pub(crate) fn assistant(&mut self, placement: AuxPlacement) -> Result<AssistPairing, AssistUnavailable> {
+        let owner = self.st.owner();
+        self.assist.ensure(owner, placement)
+    }
+
+    /// Whether this run of a transaction with `cfg` is assisted.
+    #[inline]
+    fn use_assist(&mut self, cfg: &Config) -> bool {
+        if cfg.assist == Assist::Off {
+            return false;
+        }
+        self.throttle = cfg.throttle;
+        match &self.assist {
+            AssistSlot::Active(_) => true,
+            AssistSlot::Unavailable(_) => false,
+            AssistSlot::Untried => self.assistant(cfg.placement).is_ok(),
+        }
     }
 
     /// This thread's access sampler.
@@ -89,6 +163,7 @@ impl Tx {
         let s = engine().now();
         self.record.announce_tx(s);
         self.st.begin_at(s);
+        self.assist_begin();
     }
 
     /// A later attempt: the record already protects an older start, so
@@ -98,6 +173,59 @@ impl Tx {
         let s = engine().now();
         self.record.advance_tx(s);
         self.st.begin_at(s);
+        self.assist_begin();
+    }
+
+    #[inline(always)]
+    fn assist_begin(&mut self) {
+        if self.assisted {
+            if let AssistSlot::Active(a) = &mut self.assist {
+                a.begin(self.throttle);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn assist_end(&mut self) {
+        if self.assisted {
+            if let AssistSlot::Active(a) = &mut self.assist {
+                a.end();
+            }
+        }
+    }
+
+    /// Commits the attempt: the plain protocol, or with the auxiliary's
+    /// verdict standing in for the read-set validation.
+    #[inline]
+    fn commit(&mut self) -> Result<Committed, AbortReason> {
+        match (&mut self.assist, self.assisted) {
+            (AssistSlot::Active(a), true) => {
+                let throttle = self.throttle;
+                self.st.commit_checked(engine(), |st, bound| a.confirm(st, engine(), bound, throttle))
+            }
+            _ => self.st.commit(engine()),
+        }
+    }
+
+    /// An assisted read: the plain read (checked against the snapshot as
+    /// always), then the entry goes to the auxiliary.
+    #[inline]
+    fn read_assisted<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
+        let AssistSlot::Active(a) = &mut self.assist else { unreachable!("assisted without an auxiliary") };
+        if a.conflicted() {
+            return Err(self.signal(TxError::Conflict(AbortReason::AuxiliaryConflict)));
+        }
+        let before = self.st.read_set_len();
+        match self.st.read(engine(), var.cell()) {
+            Ok(w) => {
+                if self.st.read_set_len() != before {
+                    let lock = *self.st.read_locks().last().expect("a read was recorded");
+                    a.push(lock, self.st.rv(), self.throttle);
+                }
+                Ok(T::from_word(w))
+            }
+            Err(reason) => Err(self.signal(TxError::Conflict(reason))),
+        }
     }
 
     /// Rolls the attempt back: nothing was published, objects it allocated
@@ -136,6 +264,7 @@ impl Tx {
         self.retry_locks.sort_unstable();
         self.retry_locks.dedup();
         self.rollback(AbortReason::Retry);
+        self.assist_end();
         self.record.end_tx();
         wait_for_change(&self.retry_locks, rv);
         self.begin_first();
@@ -160,6 +289,7 @@ impl Tx {
     /// garbage is collected when enough has piled up.
     #[inline]
     fn finish(&mut self) {
+        self.assist_end();
         self.record.end_tx();
         if self.garbage.wants_collect() {
             self.garbage.collect();
@@ -171,6 +301,7 @@ impl Tx {
     where
         F: FnMut(&mut Tx) -> Result<R, E>,
     {
+        self.assisted = self.use_assist(cfg);
         self.begin_first();
         let g = AttemptGuard { tx: self };
         let mut attempt = 0u32;
@@ -190,7 +321,7 @@ impl Tx {
                 continue;
             }
             match res {
-                Ok(r) => match tx.st.commit(engine()) {
+                Ok(r) => match tx.commit() {
                     Ok(c) => {
                         tx.committed(c);
                         let tx = g.disarm();
@@ -213,6 +344,11 @@ impl Tx {
     #[cfg(loom)]
     pub(crate) fn collect_garbage(&mut self) {
         self.garbage.collect();
+    }
+
+    #[inline]
+    fn assist_conflicted(&self) -> bool {
+        matches!(&self.assist, AssistSlot::Active(a) if a.conflicted())
     }
 
     #[cold]
@@ -256,6 +392,9 @@ impl TxOps for Tx {
         if self.sampler.enabled {
             self.sample(var.addr(), AccessKind::Read);
         }
+        if self.assisted {
+            return self.read_assisted(var);
+        }
         match self.st.read(engine(), var.cell()) {
             Ok(w) => Ok(T::from_word(w)),
             Err(reason) => Err(self.signal(TxError::Conflict(reason))),
@@ -266,6 +405,9 @@ impl TxOps for Tx {
     fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError> {
         if self.sampler.enabled {
             self.sample(var.addr(), AccessKind::Write);
+        }
+        if self.assisted && self.assist_conflicted() {
+            return Err(self.signal(TxError::Conflict(AbortReason::AuxiliaryConflict)));
         }
         // SAFETY: `TxState::write` needs `var` alive and in place until this
         // attempt ends. That holds for every variable the closure reaches
