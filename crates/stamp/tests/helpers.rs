@@ -5,8 +5,8 @@
 //! With one worker the skeleton takes the units in the same order with
 //! and without a helper (the worker takes its next unit before running
 //! the current one, from the same FIFO), so everything the application
-//! reports — digests of its final tables, sequences, centres, routes —
-//! must be equal. With two workers the interleaving differs from run to
+//! reports — digests of its final tables, sequences, centres, routes,
+//! yada's refined mesh — must be equal. With two workers the interleaving differs from run to
 //! run, so only the self-check is compared.
 
 use serde_json::{Map, Value};
@@ -29,6 +29,13 @@ fn every_application_gives_identical_results_with_helpers_on_and_off() {
     for app in apps {
         let off = (app.run_small)(1, &CommonArgs { helpers: Helpers::Off, ..CommonArgs::default() }).unwrap();
         assert!(off.passed(), "{}: {:?}", app.name, off.check);
+        assert!(!results(&off.figures).is_empty(), "{}: no result figures to compare", app.name);
+        if app.name == "yada" {
+            // The comparison covers the mesh itself, not only its size.
+            for key in ["mesh_digest", "final_elements", "processed"] {
+                assert!(off.figures.contains_key(key), "yada reports no `{key}`: {:?}", off.figures);
+            }
+        }
         for helpers in [Helpers::On, Helpers::Auto] {
             let on = (app.run_small)(1, &CommonArgs { helpers, ..CommonArgs::default() }).unwrap();
             assert!(on.passed(), "{} with helpers {helpers}: {:?}", app.name, on.check);

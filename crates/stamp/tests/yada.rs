@@ -22,6 +22,8 @@ const STAMP_633_FINAL: i64 = 2678;
 fn simulator_input_at_one_and_two_threads_and_sequentially() {
     let seq = Yada::run(&sim(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
     assert!(seq.passed(), "{:?}", seq.check);
+    let again = Yada::run(&sim(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
+    assert_eq!(seq.figures["mesh_digest"], again.figures["mesh_digest"], "the sequential run is deterministic");
     assert_eq!(seq.figures["final_elements"], STAMP_633_FINAL);
     assert_eq!(seq.figures["initial_elements"], 1264);
     assert_eq!(seq.figures["initial_bad"], 438);
@@ -47,7 +49,12 @@ fn one_worker_gives_the_same_mesh_under_every_policy() {
         for shuffle in [0, 1] {
             let o = Yada::run(&sim(1), &CommonArgs { policy, shuffle, ..CommonArgs::default() }).unwrap();
             assert!(o.passed(), "{policy}: {:?}", o.check);
-            counts.push((shuffle, o.figures["final_elements"].clone(), o.figures["processed"].clone()));
+            counts.push((
+                shuffle,
+                o.figures["final_elements"].clone(),
+                o.figures["processed"].clone(),
+                o.figures["mesh_digest"].clone(),
+            ));
         }
     }
     for shuffle in [0, 1] {

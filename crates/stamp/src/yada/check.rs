@@ -25,6 +25,11 @@ pub struct MeshSummary {
     pub unrefinable: usize,
     /// The smallest angle of the mesh, in degrees.
     pub min_angle: f64,
+    /// A digest of the mesh's elements (the set of their corners, in no
+    /// order): equal meshes have equal digests, whatever their addresses
+    /// or the order of the walk, so runs that took the units in the same
+    /// order can be compared.
+    pub digest: u64,
 }
 
 impl fmt::Display for MeshSummary {
@@ -98,8 +103,14 @@ impl Mesh {
         }
         let mut elements = Vec::new();
         self.walk(|p| elements.push(p));
-        let mut sum =
-            MeshSummary { elements: elements.len(), triangles: 0, segments: 0, unrefinable: 0, min_angle: 180.0 };
+        let mut sum = MeshSummary {
+            elements: elements.len(),
+            triangles: 0,
+            segments: 0,
+            unrefinable: 0,
+            min_angle: 180.0,
+            digest: 0,
+        };
         let mut segments: HashMap<(u64, u64), Vec<Point>> = HashMap::new();
         let mut bad = Vec::new();
         for &p in &elements {
@@ -107,6 +118,7 @@ impl Mesh {
             let e = unsafe { el(p) };
             let s = &e.shape;
             let at = || describe(&e.shape.points[..e.shape.corners as usize]);
+            sum.digest = sum.digest.wrapping_add(element_digest(&s.points[..s.corners as usize]));
             let state = e.state.load();
             if state & GARBAGE != 0 {
                 return Err(format!("element {} is linked into the mesh but marked removed", at()));
@@ -205,6 +217,20 @@ impl Mesh {
         }
         Ok(())
     }
+}
+
+/// A digest of one element's corners that does not depend on their order
+/// (a summand of [`MeshSummary::digest`]).
+fn element_digest(corners: &[Point]) -> u64 {
+    let mut bits: Vec<(u64, u64)> = corners.iter().map(Point::bits).collect();
+    bits.sort_unstable();
+    // splitmix64's finaliser over the corners' bits, one after another.
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    bits.iter().fold(corners.len() as u64, |h, &(x, y)| mix(mix(h ^ x) ^ y))
 }
 
 fn describe(points: &[Point]) -> String {

@@ -417,6 +417,7 @@ impl App for Yada {
             .and_then(|n| mesh.check(n))
             .map(|s| {
                 figures.insert("min_angle".into(), json!(s.min_angle));
+                figures.insert("mesh_digest".into(), json!(format!("{:016x}", s.digest)));
                 format!("final mesh: {s}")
             });
         Ok(Outcome { app: Self::NAME, report, time, check, figures })
