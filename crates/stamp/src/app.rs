@@ -12,7 +12,9 @@ use skelaff_helper_threads::HelperThreads;
 use skelaff_locality::{Profile, Sampling};
 use skelaff_numa_alloc::alloc::{self, NumaAlloc};
 use skelaff_numa_alloc::{Policy, Topology};
-use skelaff_worklist::{Builder, Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, Worklist};
+use skelaff_worklist::{
+    Builder, Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, TxAssist, Worklist,
+};
 
 /// Flags every application takes besides its STAMP flags.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,10 @@ pub struct CommonArgs {
     /// Helper threads: auto, on, off.
     #[arg(long, default_value = "off")]
     pub helpers: Helpers,
+    /// Assisted transactions (STM²: an auxiliary thread validates each
+    /// worker's reads): off, on, on+throttle.
+    #[arg(long, default_value = "off")]
+    pub assist: TxAssist,
     /// Work distribution: shared (one locked queue) or per-node.
     #[arg(long, default_value = "per-node")]
     pub distribution: Distribution,
@@ -64,6 +70,7 @@ impl Default for CommonArgs {
         CommonArgs {
             policy: PagePolicy::Auto,
             helpers: Helpers::Off,
+            assist: TxAssist::Off,
             distribution: Distribution::PerNode,
             mapping: ThreadMapping::Scatter,
             shuffle: 1,
@@ -83,6 +90,7 @@ impl CommonArgs {
             .threads(threads)
             .policy(self.policy)
             .helpers(self.helpers)
+            .tx_assist(self.assist)
             .distribution(self.distribution)
             .mapping(self.mapping)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))

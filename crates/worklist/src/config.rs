@@ -1,11 +1,12 @@
 //! How a run is configured: the settings a user names (thread mapping,
-//! page policy, helpers) and the [`Builder`] that gathers them.
+//! page policy, helpers, assisted transactions) and the [`Builder`] that
+//! gathers them.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use skelaff_locality::Sampling;
-use skelaff_stm::ContentionManager;
+use skelaff_stm::{ContentionManager, Throttle};
 use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
@@ -83,6 +84,57 @@ fn unknown_policy(given: &str) -> Error {
 
 fn unknown_helpers(given: &str) -> Error {
     Error::UnknownName { what: "helpers setting", given: given.to_owned(), allowed: Helpers::VARIANTS }
+}
+
+/// Whether the workers' transactions run assisted (STM²): an auxiliary
+/// thread beside each worker validates its reads (see
+/// [`skelaff_stm::Assist`]). A worker with no free CPU sharing its cache
+/// for its auxiliary runs plain, as the STM's pairing decides.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_worklist::TxAssist;
+///
+/// let a: TxAssist = "on+throttle".parse().unwrap();
+/// assert_eq!(a, TxAssist::OnThrottle);
+/// assert_eq!(a.to_string(), "on+throttle");
+/// let e = "maybe".parse::<TxAssist>().unwrap_err();
+/// assert!(e.to_string().contains("off, on, on+throttle"), "{e}");
+/// ```
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
+)]
+#[strum(parse_err_ty = Error, parse_err_fn = unknown_tx_assist)]
+pub enum TxAssist {
+    /// Plain transactions (the default).
+    #[default]
+    #[strum(serialize = "off")]
+    #[serde(rename = "off")]
+    Off,
+    /// Assisted, every throttling lever off.
+    #[strum(serialize = "on")]
+    #[serde(rename = "on")]
+    On,
+    /// Assisted, with every throttling lever on ([`skelaff_stm::Throttle::ALL`]).
+    #[strum(serialize = "on+throttle")]
+    #[serde(rename = "on+throttle")]
+    OnThrottle,
+}
+
+impl TxAssist {
+    /// The STM settings this stands for.
+    pub fn stm_settings(self) -> (skelaff_stm::Assist, Throttle) {
+        match self {
+            TxAssist::Off => (skelaff_stm::Assist::Off, Throttle::NONE),
+            TxAssist::On => (skelaff_stm::Assist::Validation, Throttle::NONE),
+            TxAssist::OnThrottle => (skelaff_stm::Assist::Validation, Throttle::ALL),
+        }
+    }
+}
+
+fn unknown_tx_assist(given: &str) -> Error {
+    Error::UnknownName { what: "assist setting", given: given.to_owned(), allowed: TxAssist::VARIANTS }
 }
 
 /// How to run a worklist: adjust the defaults, then [`build`](Builder::build).
@@ -182,9 +234,17 @@ impl Builder {
         self
     }
 
-    /// The STM's contention manager.
+    /// The STM's contention manager (the other STM settings are kept).
     pub fn contention(mut self, cm: ContentionManager) -> Self {
-        self.stm = skelaff_stm::Config::new().contention(cm);
+        self.stm = self.stm.contention(cm);
+        self
+    }
+
+    /// Assisted transactions for the workers (default [`TxAssist::Off`]);
+    /// the other STM settings are kept.
+    pub fn tx_assist(mut self, assist: TxAssist) -> Self {
+        let (mode, throttle) = assist.stm_settings();
+        self.stm = self.stm.assist(mode).throttle(throttle);
         self
     }
 

@@ -43,7 +43,7 @@ mod worker;
 
 pub use access_profile::AccessProfile;
 pub use assist::{Assist, NoAssist};
-pub use config::{Builder, Helpers, PagePolicy, ThreadMapping};
+pub use config::{Builder, Helpers, PagePolicy, ThreadMapping, TxAssist};
 pub use error::Error;
 pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadPlace, TopologyPlacement};
 pub use pool::Distribution;

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use skelaff::stamp::peer::{Comparison, median};
 use skelaff::stamp::{self, CommonArgs, Entry};
-use skelaff::worklist::PagePolicy;
+use skelaff::worklist::{PagePolicy, TxAssist};
 
 use crate::plot;
 
@@ -28,6 +28,9 @@ pub(crate) struct Args {
     /// Page policies.
     #[arg(long, value_delimiter = ',', default_value = "first-touch,bind,cyclic,auto")]
     policies: Vec<PagePolicy>,
+    /// Assisted transactions in every parallel run (STM²): off, on, on+throttle.
+    #[arg(long, default_value = "off")]
+    assist: TxAssist,
     /// Runs per configuration; the tables show medians, the plots the spread.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     runs: u32,
@@ -217,7 +220,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
         let mut configs = vec![("sequential".to_owned(), 1, seq)];
         for &t in &threads {
             for &p in &args.policies {
-                configs.push((p.to_string(), t, CommonArgs { policy: p, ..CommonArgs::default() }));
+                configs.push((p.to_string(), t, CommonArgs { policy: p, assist: args.assist, ..CommonArgs::default() }));
             }
         }
         // Runs of one configuration are spread over the experiment: every
