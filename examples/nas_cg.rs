@@ -55,20 +55,7 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     println!(" Iterations: {:>5}", p.niter);
     println!(" Threads: {engine}");
     let r = engine.nas(args.class)?;
-    println!(" Initialization time = {:15.3} seconds", r.init_seconds);
-    println!("\n   iteration           ||r||                 zeta");
-    for i in &r.iterations {
-        println!("    {:5}       {:20.14e}{:20.13}", i.it, i.rnorm, i.zeta);
-    }
-    println!(" Benchmark completed");
-    if r.verified {
-        println!(" VERIFICATION SUCCESSFUL");
-    } else {
-        println!(" VERIFICATION UNSUCCESSFUL");
-        println!(" The correct zeta is {:20.13e}", p.zeta_verify);
-    }
-    println!(" Zeta is    {:20.13e}", r.zeta);
-    println!(" Error is   {:20.13e}", r.error);
+    println!("{}", r.npb_log());
     println!(" Class           =                        {}", r.class);
     println!(" Time in seconds =             {:12.2}", r.seconds);
     println!(" Mop/s total     =             {:12.2}", r.mops);

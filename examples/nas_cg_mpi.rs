@@ -68,20 +68,7 @@ fn main() -> ExitCode {
         println!(" Iterations: {:>5}", p.niter);
         println!(" Number of active processes: {:>5}", r.ranks);
         println!(" Rows split over ranks by {}; each rank: {engine}", r.split);
-        println!(" Initialization time = {:15.3} seconds", n.init_seconds);
-        println!("\n   iteration           ||r||                 zeta");
-        for i in &n.iterations {
-            println!("    {:5}       {:20.14e}{:20.13}", i.it, i.rnorm, i.zeta);
-        }
-        println!(" Benchmark completed");
-        if n.verified {
-            println!(" VERIFICATION SUCCESSFUL");
-        } else {
-            println!(" VERIFICATION UNSUCCESSFUL");
-            println!(" The correct zeta is {:20.13e}", p.zeta_verify);
-        }
-        println!(" Zeta is    {:20.13e}", n.zeta);
-        println!(" Error is   {:20.13e}", n.error);
+        println!("{}", n.npb_log());
         println!(" Class           =                        {}", n.class);
         println!(" Total processes =             {:12}", r.ranks);
         println!(" Time in seconds =             {:12.2}", n.seconds);

@@ -168,6 +168,29 @@ pub struct NasReport {
     pub iterations: Vec<Iteration>,
 }
 
+/// [`NasReport::npb_log`].
+struct NpbLog<'a>(&'a NasReport);
+
+impl fmt::Display for NpbLog<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        writeln!(f, " Initialization time = {:15.3} seconds", r.init_seconds)?;
+        writeln!(f, "\n   iteration           ||r||                 zeta")?;
+        for i in &r.iterations {
+            writeln!(f, "    {:5}       {:20.14e}{:20.13}", i.it, i.rnorm, i.zeta)?;
+        }
+        writeln!(f, " Benchmark completed")?;
+        if r.verified {
+            writeln!(f, " VERIFICATION SUCCESSFUL")?;
+        } else {
+            writeln!(f, " VERIFICATION UNSUCCESSFUL")?;
+            writeln!(f, " The correct zeta is {:20.13e}", r.params.zeta_verify)?;
+        }
+        writeln!(f, " Zeta is    {:20.13e}", r.zeta)?;
+        write!(f, " Error is   {:20.13e}", r.error)
+    }
+}
+
 impl fmt::Display for NasReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -185,6 +208,14 @@ impl fmt::Display for NasReport {
 }
 
 impl NasReport {
+    /// NPB's CG log of the run, as its reference programs print it: the
+    /// initialization time, ‖r‖ and zeta at every iteration, the
+    /// verification and zeta's error (the examples print it between their
+    /// own header and totals).
+    pub fn npb_log(&self) -> impl fmt::Display + '_ {
+        NpbLog(self)
+    }
+
     /// The report of a run: zeta, its error and verification from the last
     /// iteration, Mop/s from `seconds`.
     pub(crate) fn new(
