@@ -220,7 +220,11 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
         let mut configs = vec![("sequential".to_owned(), 1, seq)];
         for &t in &threads {
             for &p in &args.policies {
-                configs.push((p.to_string(), t, CommonArgs { policy: p, assist: args.assist, ..CommonArgs::default() }));
+                configs.push((
+                    p.to_string(),
+                    t,
+                    CommonArgs { policy: p, assist: args.assist, ..CommonArgs::default() },
+                ));
             }
         }
         // Runs of one configuration are spread over the experiment: every
