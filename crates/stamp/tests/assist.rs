@@ -10,18 +10,11 @@
 //! On a machine with no free CPU for an auxiliary the STM runs the worker
 //! plain; the results must be the same either way.
 
-use serde_json::{Map, Value};
+mod common;
+
+use common::results;
 use skelaff_stamp::{CommonArgs, registry};
 use skelaff_worklist::TxAssist;
-
-/// The figures that describe results (not timings).
-fn results(figures: &Map<String, Value>) -> Map<String, Value> {
-    figures
-        .iter()
-        .filter(|(k, _)| !k.contains("second") && !k.contains("time"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
 
 #[test]
 fn every_application_passes_its_self_check_with_assisted_transactions() {

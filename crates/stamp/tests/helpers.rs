@@ -9,18 +9,11 @@
 //! yada's refined mesh — must be equal. With two workers the interleaving differs from run to
 //! run, so only the self-check is compared.
 
-use serde_json::{Map, Value};
+mod common;
+
+use common::results;
 use skelaff_stamp::{CommonArgs, registry};
 use skelaff_worklist::Helpers;
-
-/// The figures that describe results (not timings).
-fn results(figures: &Map<String, Value>) -> Map<String, Value> {
-    figures
-        .iter()
-        .filter(|(k, _)| !k.contains("second") && !k.contains("time"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
 
 #[test]
 fn every_application_gives_identical_results_with_helpers_on_and_off() {
