@@ -13,12 +13,11 @@ use core::cell::Cell;
 use core::fmt;
 use core::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread;
 
 use crossbeam_utils::CachePadded;
 
-use super::backoff;
 use super::layout::ThreadSlot;
+use crossbeam_utils::Backoff;
 
 /// The most sums one [`TeamMember::sums`] call reduces.
 pub const MAX_SUMS: usize = 4;
@@ -105,14 +104,13 @@ impl<'a> TeamMember<'a> {
             sync.bar_gen.store(generation.wrapping_add(1), Ordering::Release);
             return;
         }
-        let mut step = 0;
+        // Spins, then yields (a barrier inside a job does not park).
+        let backoff = Backoff::new();
         while sync.bar_gen.load(Ordering::Acquire) == generation {
             if sync.abort.load(Ordering::Acquire) {
                 panic!("team job abandoned: another team thread panicked");
             }
-            if backoff(&mut step) {
-                thread::yield_now();
-            }
+            backoff.snooze();
         }
     }
 

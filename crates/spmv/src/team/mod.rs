@@ -13,8 +13,10 @@
 //! consecutive indices, as Algorithm 1 of the MASA paper assumes: thread
 //! `t` handles chunk `t`, so the chunks of one node are contiguous.
 //!
-//! Waiting spins briefly, then yields, and (between jobs) parks, so a team
-//! on a busy or oversubscribed machine does not burn the cores others need.
+//! Waiting spins briefly, then yields, and (between jobs) parks — the
+//! foundation's [`Wakeup`], as the helper threads wait — so a team on a busy
+//! or oversubscribed machine does not burn the cores others need. A barrier
+//! inside a job spins, then yields, but does not park.
 //! The caller of [`Team::run`] is not a team thread: when the team has a
 //! thread on every CPU the process may use (two threads on two CPUs, or one
 //! rank bound to one core by `mpirun`), the caller could only wait on a CPU
@@ -35,9 +37,11 @@ use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
-use std::thread::{self, JoinHandle, Thread};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
+use skelaff_numa_alloc::idle::{IdlePolicy, Wakeup};
 use skelaff_numa_alloc::{Topology, pin};
 
 pub use self::layout::{Layout, ThreadSlot};
@@ -46,27 +50,10 @@ pub use self::member::{MAX_SUMS, TeamMember};
 pub use self::shared::SharedMut;
 use crate::error::{Error, Result};
 
-/// Spins of [`backoff`] before it yields.
-const SPINS: u32 = 1 << 12;
-/// Yields of [`backoff`] before it tells the waiter to park.
-const YIELDS: u32 = 1 << 8;
-
-/// Spins, then yields: the wait used by barriers and by the caller of
-/// [`Team::run`]. Returns whether the waiter should now park (only used
-/// between jobs).
-#[inline]
-pub(super) fn backoff(step: &mut u32) -> bool {
-    *step = step.saturating_add(1);
-    if *step <= SPINS {
-        core::hint::spin_loop();
-        false
-    } else if *step <= SPINS + YIELDS {
-        thread::yield_now();
-        false
-    } else {
-        true
-    }
-}
+/// How team threads wait for the next job, and how the caller of
+/// [`Team::run`] waits for its end (when it has a CPU of its own): spin,
+/// yield, then park, through the foundation's [`Wakeup`].
+const IDLE: IdlePolicy = IdlePolicy { spin: Duration::from_micros(50), yield_for: Duration::from_micros(200) };
 
 /// A job as the workers see it: a pointer to the caller's closure.
 #[derive(Clone, Copy)]
@@ -83,7 +70,10 @@ struct Inner {
     /// Workers that have not finished the current job.
     remaining: CachePadded<AtomicUsize>,
     job: Mutex<Option<JobPtr>>,
-    caller: Mutex<Option<Thread>>,
+    /// Where each team thread waits for the next job.
+    wakeups: Box<[CachePadded<Wakeup>]>,
+    /// Where the caller of the current job waits for its end.
+    caller: Mutex<Option<Arc<Wakeup>>>,
     shutdown: AtomicBool,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// The barrier and reductions of a job.
@@ -97,6 +87,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 thread_local! {
     static IN_TEAM: Cell<bool> = const { Cell::new(false) };
+    /// Where this thread waits for the end of a job it gave a team (one
+    /// per thread: a [`Wakeup`] parks only the first thread that waits on it).
+    static CALLER_WAKEUP: Arc<Wakeup> = Arc::new(Wakeup::new());
 }
 
 /// A team of pinned threads. See the [module docs](self).
@@ -115,7 +108,6 @@ thread_local! {
 pub struct Team {
     inner: Arc<Inner>,
     handles: Vec<JoinHandle<()>>,
-    workers: Vec<Thread>,
     layout: Layout,
     run_lock: Mutex<()>,
     /// The caller of `run` parks at once (see the module docs): the team
@@ -137,6 +129,7 @@ impl Team {
             epoch: CachePadded::new(AtomicU64::new(0)),
             remaining: CachePadded::new(AtomicUsize::new(0)),
             job: Mutex::new(None),
+            wakeups: (0..n).map(|_| CachePadded::new(Wakeup::new())).collect(),
             caller: Mutex::new(None),
             shutdown: AtomicBool::new(false),
             panic: Mutex::new(None),
@@ -145,14 +138,8 @@ impl Team {
         // `available_parallelism` counts the CPUs of this process's affinity
         // mask (and cgroup quota); unknown counts as "no CPU to spare".
         let caller_parks_at_once = thread::available_parallelism().map_or(true, |cpus| cpus.get() <= n);
-        let mut team = Team {
-            inner: inner.clone(),
-            handles: Vec::new(),
-            workers: Vec::new(),
-            layout,
-            run_lock: Mutex::new(()),
-            caller_parks_at_once,
-        };
+        let mut team =
+            Team { inner: inner.clone(), handles: Vec::new(), layout, run_lock: Mutex::new(()), caller_parks_at_once };
         let (ready_tx, ready_rx) = mpsc::channel::<(usize, Result<()>)>();
         for (t, slot) in team.layout.slots().iter().copied().enumerate() {
             let inner = inner.clone();
@@ -168,7 +155,6 @@ impl Team {
                     }
                 })
                 .map_err(|e| Error::TeamStart { thread: t, reason: e.to_string() })?;
-            team.workers.push(h.thread().clone());
             team.handles.push(h);
         }
         drop(ready_tx);
@@ -228,18 +214,15 @@ impl Team {
         inner.sync.bar_count.store(0, Ordering::Relaxed);
         inner.sync.abort.store(false, Ordering::Relaxed);
         *lock(&inner.job) = Some(job);
-        *lock(&inner.caller) = Some(thread::current());
+        let done = CALLER_WAKEUP.with(Arc::clone);
+        *lock(&inner.caller) = Some(done.clone());
         inner.remaining.store(inner.threads, Ordering::Relaxed);
         inner.epoch.fetch_add(1, Ordering::Release);
-        for w in &self.workers {
-            w.unpark();
+        for w in inner.wakeups.iter() {
+            w.wake();
         }
-        let mut step = if self.caller_parks_at_once { SPINS + YIELDS } else { 0 };
-        while inner.remaining.load(Ordering::Acquire) != 0 {
-            if backoff(&mut step) {
-                thread::park();
-            }
-        }
+        let policy = if self.caller_parks_at_once { IdlePolicy::PARK } else { IDLE };
+        done.wait(policy, || inner.remaining.load(Ordering::Acquire) == 0);
         *lock(&inner.job) = None;
         if let Some(p) = lock(&inner.panic).take() {
             panic::resume_unwind(p);
@@ -265,17 +248,8 @@ fn worker(inner: &Inner, t: usize) {
     IN_TEAM.with(|c| c.set(true));
     let mut seen = 0u64;
     loop {
-        let mut step = 0;
-        loop {
-            let e = inner.epoch.load(Ordering::Acquire);
-            if e != seen {
-                seen = e;
-                break;
-            }
-            if backoff(&mut step) {
-                thread::park();
-            }
-        }
+        inner.wakeups[t].wait(IDLE, || inner.epoch.load(Ordering::Acquire) != seen);
+        seen = inner.epoch.load(Ordering::Acquire);
         if inner.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -295,7 +269,7 @@ fn worker(inner: &Inner, t: usize) {
         }
         if inner.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(c) = lock(&inner.caller).as_ref() {
-                c.unpark();
+                c.wake();
             }
         }
     }
@@ -305,8 +279,8 @@ impl Drop for Team {
     fn drop(&mut self) {
         self.inner.shutdown.store(true, Ordering::Release);
         self.inner.epoch.fetch_add(1, Ordering::Release);
-        for w in &self.workers {
-            w.unpark();
+        for w in self.inner.wakeups.iter() {
+            w.wake();
         }
         for h in self.handles.drain(..) {
             let _ = h.join();
