@@ -14,7 +14,7 @@ pub mod topology;
 
 pub use array::{NumaBox, NumaVec, Zeroable};
 pub use error::{Error, Result, SetError, SysError};
-pub use pin::{Mapping, Plan, Slot};
+pub use pin::{Mapping, Plan, WorkerPlace};
 pub use policy::{Apply, Policy};
 pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};
 pub use sets::{CpuSet, MAX_NODES, NodeSet};

@@ -183,18 +183,18 @@ fn unknown_mapping(given: &str) -> Error {
 /// Where one worker runs. (Where its helper thread runs is the
 /// worklist's placement strategy's decision, not this layout's.)
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Slot {
+pub struct WorkerPlace {
     /// The worker's CPU.
     pub cpu: usize,
     /// The worker CPU's home node (if it has one).
     pub node: Option<usize>,
 }
 
-/// A thread layout: one [`Slot`] per worker.
+/// A thread layout: one [`WorkerPlace`] per worker.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Plan {
     /// The slots, worker 0 first.
-    pub slots: Vec<Slot>,
+    pub slots: Vec<WorkerPlace>,
     /// More workers than usable CPUs: CPUs are reused round-robin.
     pub oversubscribed: bool,
 }
@@ -282,7 +282,7 @@ impl Mapping {
         let slots = (0..threads)
             .map(|i| {
                 let cpu = order[i % order.len()];
-                Slot { cpu, node: topo.pu(cpu).and_then(|p| p.node) }
+                WorkerPlace { cpu, node: topo.pu(cpu).and_then(|p| p.node) }
             })
             .collect();
         Ok(Plan { slots, oversubscribed })
