@@ -200,9 +200,10 @@ pub fn assist_pairing(placement: AuxPlacement) -> Result<AssistPairing, AssistUn
     crate::runtime::thread::with_tx(|tx| tx.assistant(placement))
 }
 
-/// Fault injection for tests (not part of the API): every auxiliary thread
-/// sleeps this many milliseconds per round (0: none; `u64::MAX`: panics).
-#[doc(hidden)]
-pub fn __inject_aux_fault(millis: u64) {
+/// Fault injection for tests, only with the `fault-injection` feature:
+/// every auxiliary thread sleeps this many milliseconds per round (0: none;
+/// `u64::MAX`: panics).
+#[cfg(feature = "fault-injection")]
+pub fn inject_aux_fault(millis: u64) {
     crate::runtime::assist::set_fault(millis);
 }

@@ -62,7 +62,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::assist::{AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
-#[cfg(not(loom))]
+#[cfg(all(not(loom), feature = "fault-injection"))]
 use crate::primitive::AtomicU64;
 use crate::primitive::{Ordering, spin_loop, yield_now};
 use crate::raw::TxState;
@@ -77,11 +77,12 @@ pub(crate) const RING_CAPACITY: usize = 4096;
 /// its read set itself.
 pub(crate) const WAIT_BUDGET: Duration = Duration::from_micros(200);
 
-/// The injected fault (see `assist::__inject_aux_fault`); loom builds
-/// start no auxiliary threads, so have none.
-#[cfg(not(loom))]
+/// The injected fault (see `assist::inject_aux_fault`, feature
+/// `fault-injection`); loom builds start no auxiliary threads, so have none.
+#[cfg(all(not(loom), feature = "fault-injection"))]
 static FAULT: AtomicU64 = AtomicU64::new(0);
 
+#[cfg(feature = "fault-injection")]
 pub(crate) fn set_fault(millis: u64) {
     #[cfg(not(loom))]
     FAULT.store(millis, Ordering::Relaxed);
@@ -89,9 +90,13 @@ pub(crate) fn set_fault(millis: u64) {
     let _ = millis;
 }
 
+/// The injected fault: always none without the `fault-injection` feature.
 #[cfg(not(loom))]
 fn fault() -> u64 {
-    FAULT.load(Ordering::Relaxed)
+    #[cfg(feature = "fault-injection")]
+    return FAULT.load(Ordering::Relaxed);
+    #[cfg(not(feature = "fault-injection"))]
+    0
 }
 
 /// The application thread's handle on its auxiliary thread.
