@@ -22,6 +22,7 @@
 //! transactions, then the same no-op count for every mode), and
 //! `--validate-every N` a read-set validation every N transactional
 //! accesses (1:N). `--assist off,on,on+throttle --repeat 5` runs each mode
+//! (`on+park`, `on+pause` and `on+help` turn on one throttling lever each)
 //! five times, interleaved, in this process, and reports each mode's median
 //! time and its ratio to `off`.
 //!
@@ -41,32 +42,45 @@ use serde::Serialize;
 use skelaff::numa;
 use skelaff::stm::{self, AbortReason, Assist, Config, Stats, TVar, Throttle, TxOps};
 
-/// How a run's transactions are assisted (`--assist`).
+/// How a run's transactions are assisted (`--assist`): plain, or with an
+/// auxiliary thread and a set of throttling levers (each lever alone, so
+/// its effect can be measured on its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AssistMode {
     /// Plain.
     Off,
-    /// An auxiliary thread validates, no throttling lever.
-    On,
-    /// An auxiliary thread validates, every throttling lever on.
-    OnThrottle,
+    /// An auxiliary thread validates, with these levers.
+    On(Throttle),
 }
 
 impl AssistMode {
-    const NAMES: &'static [&'static str] = &["off", "on", "on+throttle"];
+    const NAMES: &'static [&'static str] = &["off", "on", "on+throttle", "on+park", "on+pause", "on+help"];
+    const LEVER: Throttle = Throttle::NONE;
+    /// Each name's mode, in [`Self::NAMES`] order.
+    const MODES: [AssistMode; 6] = [
+        AssistMode::Off,
+        AssistMode::On(Throttle::NONE),
+        AssistMode::On(Throttle::ALL),
+        AssistMode::On(Throttle { park_idle: true, ..Self::LEVER }),
+        AssistMode::On(Throttle { pause_at_commit: true, ..Self::LEVER }),
+        AssistMode::On(Throttle { help_when_full: true, ..Self::LEVER }),
+    ];
 
     fn apply(self, cfg: Config) -> Config {
         match self {
             AssistMode::Off => cfg.assist(Assist::Off),
-            AssistMode::On => cfg.assist(Assist::Validation).throttle(Throttle::NONE),
-            AssistMode::OnThrottle => cfg.assist(Assist::Validation).throttle(Throttle::ALL),
+            AssistMode::On(levers) => cfg.assist(Assist::Validation).throttle(levers),
         }
+    }
+
+    fn name(self) -> &'static str {
+        Self::MODES.iter().position(|m| *m == self).map_or("on+custom", |i| Self::NAMES[i])
     }
 }
 
 impl fmt::Display for AssistMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(Self::NAMES[*self as usize])
+        f.write_str(self.name())
     }
 }
 
@@ -74,22 +88,17 @@ impl FromStr for AssistMode {
     type Err = stm::ConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "off" => Ok(AssistMode::Off),
-            "on" => Ok(AssistMode::On),
-            "on+throttle" => Ok(AssistMode::OnThrottle),
-            other => Err(stm::ConfigError::UnknownName {
-                what: "assist mode",
-                given: other.to_owned(),
-                allowed: Self::NAMES,
-            }),
-        }
+        Self::NAMES.iter().position(|n| *n == s).map(|i| Self::MODES[i]).ok_or_else(|| stm::ConfigError::UnknownName {
+            what: "assist mode",
+            given: s.to_owned(),
+            allowed: Self::NAMES,
+        })
     }
 }
 
 impl Serialize for AssistMode {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(Self::NAMES[*self as usize])
+        s.serialize_str(self.name())
     }
 }
 
@@ -164,7 +173,9 @@ struct Args {
     /// Validate the read set every N transactional accesses (1:N; 0: never).
     #[arg(long, default_value_t = 0)]
     validate_every: u32,
-    /// Assist modes, comma-separated: off, on, on+throttle.
+    /// Assist modes, comma-separated: off, on (no throttling lever),
+    /// on+throttle (every lever), on+park, on+pause, on+help (one lever:
+    /// park an idle auxiliary; pause at commit; help a full ring).
     #[arg(long, value_delimiter = ',', default_value = "off")]
     assist: Vec<AssistMode>,
     /// Runs of each mode, interleaved (the median is reported).
