@@ -35,6 +35,12 @@ pub struct CommonArgs {
     /// Thread mapping: scatter, compact, none.
     #[arg(long, default_value = "scatter")]
     pub mapping: ThreadMapping,
+    /// Affinity scheduling: queue each unit on the node that holds its data,
+    /// for the applications that say where that is (kmeans: its chunk of
+    /// points; genome: its chunk of segments; labyrinth: its pair's source
+    /// cell); the others ignore it.
+    #[arg(long)]
+    pub affinity: bool,
     /// Shuffle the seed units with this seed (the paper shuffles inputs); 0 keeps their order.
     #[arg(long, default_value_t = 1)]
     pub shuffle: u64,
@@ -73,6 +79,7 @@ impl Default for CommonArgs {
             assist: TxAssist::Off,
             distribution: Distribution::PerNode,
             mapping: ThreadMapping::Scatter,
+            affinity: false,
             shuffle: 1,
             sequential: false,
             json: false,
@@ -93,6 +100,7 @@ impl CommonArgs {
             .tx_assist(self.assist)
             .distribution(self.distribution)
             .mapping(self.mapping)
+            .affinity_scheduling(self.affinity)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
             .access_profile(self.profile.is_some().then_some(self.sampling()))
     }

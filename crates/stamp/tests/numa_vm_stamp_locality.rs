@@ -44,6 +44,9 @@ const POLICIES: [PagePolicy; 5] =
     [PagePolicy::FirstTouch, PagePolicy::Bind, PagePolicy::Cyclic, PagePolicy::Interleave, PagePolicy::Auto];
 /// The small inputs make few transactional accesses: sample one in 4.
 const SAMPLING: Sampling = Sampling { period: 4, capacity: 1 << 15 };
+/// The applications whose units say where their data is (affinity
+/// scheduling gets a row of its own for them: SkelAff auto with the hint).
+const HINTING_APPS: [&str; 3] = ["kmeans", "genome", "labyrinth"];
 /// Share of node-naming pages that must be where their policy says (a few
 /// may sit in a chunk the kernel could not bind and the allocator fell back).
 const PLACED: f64 = 0.95;
@@ -86,13 +89,19 @@ fn main() -> ExitCode {
         let mut bind_run = None;
         for policy in POLICIES {
             s.check(&format!("{} under {policy}: placed as the policy says", app.name), || {
-                let (p, ap) = run(app, policy, threads, &machine)?;
+                let (p, ap) = run(app, policy, false, threads, &machine)?;
                 let n = check_placement(&p, &ap)?;
                 *checked.entry(policy.to_string()).or_default() += n;
                 if policy == PagePolicy::Bind {
                     bind_run = Some((p, ap));
                 }
                 Ok(())
+            });
+        }
+        if HINTING_APPS.contains(&app.name) {
+            s.check(&format!("{} under auto with affinity scheduling: placed as the policy says", app.name), || {
+                let (p, ap) = run(app, PagePolicy::Auto, true, threads, &machine)?;
+                check_placement(&p, &ap).map(drop)
             });
         }
         s.check(&format!("{}: the placement check fails with every page's node shifted", app.name), || {
@@ -127,12 +136,20 @@ fn main() -> ExitCode {
     s.finish()
 }
 
-/// Runs `app`'s small input under `policy` with a profile; prints its
+/// Runs `app`'s small input under `policy` (with affinity scheduling if
+/// `affinity`: its row is `auto+affinity`) with a profile; prints its
 /// `SKELAFF-LOCALITY` line. Returns the profile (on `machine`, named after
 /// the app) and the allocator's intended nodes.
-fn run(app: &Entry, policy: PagePolicy, threads: usize, machine: &Machine) -> Result<(Profile, AccessProfile), String> {
+fn run(
+    app: &Entry,
+    policy: PagePolicy,
+    affinity: bool,
+    threads: usize,
+    machine: &Machine,
+) -> Result<(Profile, AccessProfile), String> {
     let common = CommonArgs {
         policy,
+        affinity,
         // `run_small` writes no file; the path only switches the profile on.
         profile: Some("/tmp/unused.prof".into()),
         sample_period: SAMPLING.period,
@@ -143,14 +160,24 @@ fn run(app: &Entry, policy: PagePolicy, threads: usize, machine: &Machine) -> Re
     if let Err(why) = &outcome.check {
         return Err(format!("self-check failed: {why}"));
     }
-    let ap = outcome.report.and_then(|r| r.access_profile).ok_or("the run recorded no access profile")?;
+    let report = outcome.report.ok_or("the run made no report")?;
+    if affinity {
+        // What the hint did: the share of units that ran on the node of
+        // their data (the profile cannot show it: a unit's data is read
+        // outside its transaction).
+        println!("     affinity scheduling: {}", report.affinity());
+        if report.affinity().hinted == 0 {
+            return Err("affinity scheduling was on but no unit named its data's node".into());
+        }
+    }
+    let ap = report.access_profile.ok_or("the run recorded no access profile")?;
     if let Some(e) = &ap.attribution_error {
         return Err(format!("the kernel could not say where the pages are: {e}"));
     }
     let (mut header, accesses) = ap.profile.clone().into_parts();
     header.machine = machine.clone();
     header.app = app.name.to_owned();
-    header.placement = policy.to_string();
+    header.placement = if affinity { format!("{policy}+affinity") } else { policy.to_string() };
     let p = Profile::new(header, accesses).map_err(|e| e.to_string())?;
     // The NUCA study's schemes, modelled from the first-touch run's profile.
     let schemes: Vec<Scheme> = if policy == PagePolicy::FirstTouch { Scheme::all().collect() } else { Vec::new() };

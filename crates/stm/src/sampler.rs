@@ -69,3 +69,31 @@ pub fn disable() -> Result<(), SamplerError> {
 pub fn take() -> Result<Samples, SamplerError> {
     between_transactions(Sampler::take)
 }
+
+/// Takes this thread's records and counters into `into`, whose old records
+/// are cleared; the two buffers are swapped, so a caller that drains often
+/// (after every work-unit, say) allocates nothing once both have grown.
+///
+/// # Errors
+///
+/// [`SamplerError::InTransaction`] inside a transaction.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{atomically, sampler, TVar, TxOps};
+///
+/// let v = TVar::new(0u64);
+/// let mut samples = sampler::Samples::default();
+/// sampler::enable(2, 16)?;
+/// for _ in 0..3 {
+///     atomically(|tx| tx.update(&v, |x| x + 1)); // a read and a write
+///     sampler::take_into(&mut samples)?;
+///     assert_eq!(samples.seen, 2);
+/// }
+/// sampler::disable()?;
+/// # Ok::<(), skelaff_stm::SamplerError>(())
+/// ```
+pub fn take_into(into: &mut Samples) -> Result<(), SamplerError> {
+    between_transactions(|s| s.take_into(into))
+}

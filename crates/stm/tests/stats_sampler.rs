@@ -73,3 +73,24 @@ fn the_sampler_is_bounded_and_sees_reads_and_writes() {
     atomically(|tx| tx.read(&vars[0]));
     assert_eq!(sampler::take().expect("take").seen, 0, "disabled: nothing seen");
 }
+
+#[test]
+fn seen_counts_partial_periods_across_takes() {
+    let v = TVar::new(0u32);
+    let mut s = sampler::Samples::default();
+    sampler::enable(3, 64).expect("enable");
+    // Five reads: the third is recorded, two are past it.
+    atomically(|tx| (0..5).try_for_each(|_| tx.read(&v).map(drop)));
+    sampler::take_into(&mut s).expect("take");
+    assert_eq!((s.seen, s.accesses.len()), (5, 1));
+    // Four more: accesses 6 and 9 of the whole run are recorded.
+    atomically(|tx| (0..4).try_for_each(|_| tx.read(&v).map(drop)));
+    sampler::take_into(&mut s).expect("take");
+    assert_eq!((s.seen, s.accesses.len()), (4, 2), "the old records are replaced, not appended");
+    // One, then disabled: counted once, and nothing after.
+    atomically(|tx| tx.read(&v));
+    sampler::disable().expect("disable");
+    atomically(|tx| tx.read(&v));
+    sampler::take_into(&mut s).expect("take");
+    assert_eq!((s.seen, s.accesses.len()), (1, 0));
+}

@@ -32,6 +32,9 @@ pub(crate) struct WorkerSampler {
     seen: u64,
     /// Samples the STM's buffer could not hold.
     dropped: u64,
+    /// The buffer the STM's records are swapped into after each unit (kept,
+    /// so draining allocates nothing once both buffers have grown).
+    unit: sampler::Samples,
 }
 
 impl WorkerSampler {
@@ -48,6 +51,7 @@ impl WorkerSampler {
             recorder: Recorder::new(every, Overflow::Thin),
             seen: 0,
             dropped: 0,
+            unit: sampler::Samples::default(),
         })
     }
 
@@ -55,14 +59,17 @@ impl WorkerSampler {
     /// stamped `at()` (time since the run's start; read only when there are
     /// samples) and converted to pages.
     pub(crate) fn drain(&mut self, at: impl FnOnce() -> Duration, page_size: usize) {
-        let Ok(s) = sampler::take() else { return };
+        if sampler::take_into(&mut self.unit).is_err() {
+            return;
+        }
+        let s = &self.unit;
         self.seen += s.seen;
         self.dropped += s.dropped;
         if s.accesses.is_empty() {
             return;
         }
         let t = u64::try_from(at().as_nanos()).unwrap_or(u64::MAX);
-        for a in s.accesses {
+        for a in &s.accesses {
             let page = (a.addr / page_size) as u64;
             let access = match a.kind {
                 sampler::AccessKind::Read => Access::read(page, self.thread, self.node, t),

@@ -160,6 +160,7 @@ pub struct Builder {
     pub(crate) shuffle: Option<u64>,
     pub(crate) stm: skelaff_stm::Config,
     pub(crate) access_profile: Option<Sampling>,
+    pub(crate) affinity: bool,
 }
 
 impl Default for Builder {
@@ -181,6 +182,7 @@ impl Builder {
             shuffle: None,
             stm: skelaff_stm::Config::DEFAULT,
             access_profile: None,
+            affinity: false,
         }
     }
 
@@ -256,6 +258,18 @@ impl Builder {
     /// [`AccessProfile`](crate::AccessProfile) for what it misses.
     pub fn access_profile(mut self, sampling: Option<Sampling>) -> Self {
         self.access_profile = sampling;
+        self
+    }
+
+    /// Affinity scheduling (default off): each unit whose
+    /// [`Skeleton::affinity`](crate::Skeleton::affinity) names a node (or
+    /// an address the kernel has placed) is queued on that node, seeds and
+    /// generated units alike; a worker still steals from other nodes when
+    /// its own has nothing. Only the per-node distribution has queues per
+    /// node; with [`Distribution::Shared`] the hint is ignored. What it did
+    /// is in each [`WorkerReport::affinity`](crate::WorkerReport::affinity).
+    pub fn affinity_scheduling(mut self, on: bool) -> Self {
+        self.affinity = on;
         self
     }
 

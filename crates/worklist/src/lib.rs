@@ -23,13 +23,15 @@
 //! [`TopologyPlacement`], follows the topology).
 //!
 //! The modules, each with one job: `config` (the settings and the
-//! builder), `access_profile` (a run's sampled page accesses), `error`, `placement` (where threads run), `page_policy` (which
+//! builder), `access_profile` (a run's sampled page accesses), `affinity` (units
+//! queued on their data's node), `error`, `placement` (where threads run), `page_policy` (which
 //! policy a worker has and how it takes effect), `pool` (the units and
 //! termination), `skeleton` (what a program implements), `assist` (the
 //! helper hook), `worker` (one worker's loop), `run` (a run from layout to
 //! report), `report` (what a run did, its decisions and helper figures).
 
 mod access_profile;
+mod affinity;
 mod assist;
 mod config;
 mod error;
@@ -42,6 +44,7 @@ mod skeleton;
 mod worker;
 
 pub use access_profile::AccessProfile;
+pub use affinity::{Affinity, AffinityFigures};
 pub use assist::{Assist, NoAssist};
 pub use config::{Builder, Helpers, PagePolicy, ThreadMapping, TxAssist};
 pub use error::Error;

@@ -60,6 +60,8 @@ pub(crate) enum Pool<U> {
         /// Per node (index into this list, not the kernel number): its queue
         /// and the stealers of its workers.
         nodes: Vec<(Injector<U>, Vec<Stealer<U>>)>,
+        /// The label (kernel node) of each entry of `nodes`, sorted.
+        labels: Vec<Option<usize>>,
     },
 }
 
@@ -86,9 +88,57 @@ impl<U: Send> Pool<U> {
                         WorkerQueue::PerNode { deque, node }
                     })
                     .collect();
-                (Pool::PerNode { nodes }, locals)
+                (Pool::PerNode { nodes, labels }, locals)
             }
         }
+    }
+
+    /// The queue of kernel node `node`, if some worker runs there (only the
+    /// per-node distribution has queues per node).
+    pub(crate) fn queue_of(&self, node: usize) -> Option<usize> {
+        match self {
+            Pool::Shared(_) => None,
+            Pool::PerNode { labels, .. } => labels.binary_search(&Some(node)).ok(),
+        }
+    }
+
+    /// Adds seed units: each unit `home` gives a queue for goes there (see
+    /// [`queue_of`](Self::queue_of)); the rest are dealt as [`seed`](Self::seed) deals.
+    pub(crate) fn seed_routed(&self, units: Vec<U>, mut home: impl FnMut(&U) -> Option<usize>) {
+        let Pool::PerNode { nodes, .. } = self else { return self.seed(units) };
+        let mut rest = Vec::new();
+        for u in units {
+            match home(&u).and_then(|q| nodes.get(q)) {
+                Some((inj, _)) => inj.push(u),
+                None => rest.push(u),
+            }
+        }
+        self.seed(rest);
+    }
+
+    /// Adds units a worker's transaction produced: a unit `home` gives
+    /// another node's queue for goes there, the rest as [`push`](Self::push) adds them.
+    pub(crate) fn push_routed(
+        &self,
+        local: &WorkerQueue<U>,
+        units: impl Iterator<Item = U>,
+        mut home: impl FnMut(&U) -> Option<usize>,
+    ) {
+        match (self, local) {
+            (Pool::PerNode { nodes, .. }, WorkerQueue::PerNode { deque, node }) => {
+                for u in units {
+                    match home(&u).filter(|q| q != node).and_then(|q| nodes.get(q)) {
+                        Some((inj, _)) => inj.push(u),
+                        None => deque.push(u),
+                    }
+                }
+            }
+            _ => units.for_each(|u| self.push_one(local, u)),
+        }
+    }
+
+    fn push_one(&self, local: &WorkerQueue<U>, u: U) {
+        self.push(local, std::iter::once(u));
     }
 
     /// Adds seed units, dealt to the node queues in contiguous blocks in
@@ -96,7 +146,7 @@ impl<U: Send> Pool<U> {
     pub(crate) fn seed(&self, units: Vec<U>) {
         match self {
             Pool::Shared(q) => q.lock().extend(units),
-            Pool::PerNode { nodes } => {
+            Pool::PerNode { nodes, .. } => {
                 let workers: usize = nodes.iter().map(|n| n.1.len()).sum::<usize>().max(1);
                 let total = units.len();
                 let mut it = units.into_iter();
@@ -122,7 +172,7 @@ impl<U: Send> Pool<U> {
         match (self, local) {
             (Pool::Shared(q), _) => q.lock().extend(units),
             (Pool::PerNode { .. }, WorkerQueue::PerNode { deque, .. }) => units.for_each(|u| deque.push(u)),
-            (Pool::PerNode { nodes }, WorkerQueue::Shared) => units.for_each(|u| nodes[0].0.push(u)),
+            (Pool::PerNode { nodes, .. }, WorkerQueue::Shared) => units.for_each(|u| nodes[0].0.push(u)),
         }
     }
 
@@ -131,7 +181,7 @@ impl<U: Send> Pool<U> {
     pub(crate) fn take(&self, local: &WorkerQueue<U>) -> Option<U> {
         match (self, local) {
             (Pool::Shared(q), _) => q.lock().pop_front(),
-            (Pool::PerNode { nodes }, WorkerQueue::PerNode { deque, node }) => deque.pop().or_else(|| {
+            (Pool::PerNode { nodes, .. }, WorkerQueue::PerNode { deque, node }) => deque.pop().or_else(|| {
                 let order = (0..nodes.len()).map(|i| (node + i) % nodes.len());
                 for n in order {
                     let (inj, stealers) = &nodes[n];
@@ -148,7 +198,7 @@ impl<U: Send> Pool<U> {
                 }
                 None
             }),
-            (Pool::PerNode { nodes }, WorkerQueue::Shared) => loop {
+            (Pool::PerNode { nodes, .. }, WorkerQueue::Shared) => loop {
                 match nodes[0].0.steal() {
                     Steal::Success(u) => return Some(u),
                     Steal::Empty => return None,
@@ -278,6 +328,42 @@ mod tests {
         let mut want: Vec<i32> = (0..30).chain([100, 101]).collect();
         want.sort_unstable();
         assert_eq!(all, want);
+    }
+
+    #[test]
+    fn routed_units_go_to_their_nodes_queue() {
+        // Worker 0 on node 4, worker 1 on node 7; node 9 has no worker.
+        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(4), Some(7)]);
+        assert_eq!((pool.queue_of(4), pool.queue_of(7), pool.queue_of(9)), (Some(0), Some(1), None));
+        // Even units live on node 7, odd ones on no node with a worker.
+        let home = |u: &i32| if u % 2 == 0 { pool.queue_of(7) } else { pool.queue_of(9) };
+        pool.seed_routed((0..8).collect(), home);
+        // Worker 1 (node 7) finds exactly the even units in its node's queue.
+        let mut mine = Vec::new();
+        while let Some(u) = pool.take(&locals[1]) {
+            if u % 2 == 1 {
+                // The unrouted half was dealt in blocks; once node 7's queue
+                // is empty the worker steals them: stop there.
+                mine.push(u);
+                break;
+            }
+            mine.push(u);
+        }
+        assert_eq!(&mine[..4], [0, 2, 4, 6], "node 7's queue first, in order");
+        // A unit worker 0 generates for node 7 goes to node 7's queue; one
+        // for its own node stays on its deque.
+        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(4), Some(7)]);
+        pool.push_routed(&locals[0], [100, 101].into_iter(), |u| if *u == 100 { Some(1) } else { Some(0) });
+        assert_eq!(pool.take(&locals[1]), Some(100));
+        assert_eq!(pool.take(&locals[0]), Some(101));
+        assert_eq!(pool.take(&locals[1]), None, "101 was never in node 7's queue");
+        // The shared pool has no node queues: routing changes nothing.
+        let (shared, sl) = Pool::new(Distribution::Shared, &[Some(4)]);
+        assert_eq!(shared.queue_of(4), None);
+        shared.seed_routed(vec![1, 2], |_| Some(0));
+        shared.push_routed(&sl[0], [3].into_iter(), |_| Some(0));
+        let got: Vec<i32> = std::iter::from_fn(|| shared.take(&sl[0])).collect();
+        assert_eq!(got, [1, 2, 3]);
     }
 
     #[test]

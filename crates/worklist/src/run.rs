@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use skelaff_numa_alloc::{Topology, pin};
 
 use crate::access_profile::AccessProfile;
+use crate::affinity::Resolver;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
 use crate::error::Error;
@@ -143,8 +144,14 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             failure: Mutex::new(None),
             access_profile: cfg.access_profile,
             samplers: Mutex::new(Vec::new()),
+            affinity: cfg.affinity,
         };
-        state.pool.seed(seeds);
+        if cfg.affinity {
+            let mut resolver = Resolver::new(state.page_size);
+            state.pool.seed_routed(seeds, |u| state.home_queue(&mut resolver, u));
+        } else {
+            state.pool.seed(seeds);
+        }
         decide_layout(&state, cfg, &layout);
         let places = helper_places(&state, cfg.helpers, &layout, A::ENABLED);
         let channels: Vec<A::Channel> = infos.iter().zip(&places).map(|(i, p)| assist.channel(i, *p)).collect();

@@ -2,6 +2,8 @@
 
 use skelaff_stm::{TxError, TxOps};
 
+use crate::affinity::Affinity;
+
 /// Where a worker runs; passed to [`Skeleton::init_worker`] and available
 /// from [`ProcessCtx::worker`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,17 @@ pub trait Skeleton: Sync {
     /// it if that has effects other threads can see.
     fn init_helper(&self, shared: &Self::Shared, worker: &WorkerInfo) -> Self::PerWorker {
         self.init_worker(shared, worker)
+    }
+
+    /// Where `unit`'s data lives, for affinity scheduling
+    /// ([`Builder::affinity_scheduling`](crate::Builder::affinity_scheduling)):
+    /// the per-node pool queues the unit on that node. Called outside any
+    /// transaction, when the unit is added and when a worker starts it;
+    /// keep it cheap (an index computation, an address). The default says
+    /// [`Affinity::Anywhere`].
+    fn affinity(&self, unit: &Self::Unit, shared: &Self::Shared) -> Affinity {
+        let _ = (unit, shared);
+        Affinity::Anywhere
     }
 
     /// Runs once per worker, in a transaction, when the pool is empty.

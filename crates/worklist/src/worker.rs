@@ -11,6 +11,7 @@ use skelaff_numa_alloc::{NodeSet, Policy};
 use skelaff_stm::{Stats, atomically_with};
 
 use crate::access_profile::{FinishedSampler, WorkerSampler};
+use crate::affinity::{AffinityFigures, Home, Resolver};
 use crate::assist::Assist;
 use crate::config::PagePolicy;
 use crate::page_policy;
@@ -38,12 +39,23 @@ pub(crate) struct RunState<'a, S: Skeleton> {
     pub(crate) access_profile: Option<Sampling>,
     /// The workers' recorders, as each stops.
     pub(crate) samplers: Mutex<Vec<FinishedSampler>>,
+    /// Queue units on their data's node ([`Skeleton::affinity`]).
+    pub(crate) affinity: bool,
 }
 
 impl<S: Skeleton> RunState<'_, S> {
     /// Records a decision about `worker` (or the whole run), timed from the start.
     pub(crate) fn decide(&self, worker: Option<usize>, decision: Decision) {
         self.decisions.lock().push(DecisionAt { at: self.start.elapsed(), worker, decision });
+    }
+
+    /// The queue of the node `unit`'s data is on, when affinity scheduling
+    /// names one.
+    pub(crate) fn home_queue(&self, resolver: &mut Resolver, unit: &S::Unit) -> Option<usize> {
+        match resolver.home(self.skeleton.affinity(unit, self.shared)) {
+            Home::Node(n) => self.pool.queue_of(n),
+            Home::Anywhere | Home::Unresolved => None,
+        }
     }
 
     /// Records the first failure and stops every worker.
@@ -102,6 +114,8 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
         },
         None => None,
     };
+    let mut resolver = Resolver::new(state.page_size);
+    let mut affinity = AffinityFigures::default();
     let mut units = 0u64;
     let mut idle = Duration::ZERO;
     let begin = Instant::now();
@@ -136,6 +150,16 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                 state.decide(Some(info.index), Decision::BoundToNode { node });
                 switched = true;
             }
+            if state.affinity {
+                match resolver.home(state.skeleton.affinity(&unit, state.shared)) {
+                    Home::Node(n) => {
+                        affinity.hinted += 1;
+                        affinity.on_home += u64::from(info.node == Some(n));
+                    }
+                    Home::Unresolved => affinity.unresolved += 1,
+                    Home::Anywhere => {}
+                }
+            }
             let mut attempt = 0u32;
             atomically_with(&state.stm, |tx| {
                 if assisted && attempt > 0 {
@@ -158,7 +182,11 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                     state.decide(Some(info.index), Decision::WorkersGenerate);
                 }
                 state.signal.add(n);
-                state.pool.push(&queue, ctx.units.drain(..));
+                if state.affinity {
+                    state.pool.push_routed(&queue, ctx.units.drain(..), |u| state.home_queue(&mut resolver, u));
+                } else {
+                    state.pool.push(&queue, ctx.units.drain(..));
+                }
                 state.signal.wake();
             }
             // Finished units are counted here and subtracted from the
@@ -202,5 +230,6 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
         stats: Stats::take_thread(),
         busy: total.saturating_sub(idle),
         idle,
+        affinity,
     })
 }

@@ -4,15 +4,19 @@
 //! processing a generated unit (the bind phase) is on that worker's node,
 //! and still there when the worker ends; under `Bind` every allocation is;
 //! under `Interleave` a worker's allocations are spread over all nodes.
+//! Affinity scheduling: units whose data blocks lie cyclically over the
+//! nodes run on their block's node when the hint is on (and on it only by
+//! chance when it is off), and the report's count agrees with the test's
+//! own.
 
 use std::process::ExitCode;
 
 use parking_lot::Mutex;
 use skelaff_numa_alloc::alloc::NumaAlloc;
-use skelaff_numa_alloc::{Placement, Topology, pin};
+use skelaff_numa_alloc::{NumaRegion, Placement, Policy, RegionOptions, Topology, pin};
 use skelaff_stm::{TxError, TxOps};
 use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
-use skelaff_worklist::{Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_worklist::{Affinity, Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo};
 
 #[global_allocator]
 static ALLOC: NumaAlloc = NumaAlloc::new();
@@ -98,6 +102,79 @@ fn run(policy: PagePolicy, threads: usize) -> Result<Vec<(usize, usize, Placemen
     Ok(found.buffers.into_inner())
 }
 
+/// Pages per data block of the affinity check.
+const BLOCK_PAGES: usize = 4;
+
+/// Units are block indices of a region placed cyclically, a block per
+/// node in turn; each unit reads its block.
+struct Blocks<'r> {
+    region: &'r NumaRegion,
+    block: usize,
+}
+
+#[derive(Default)]
+struct Homes {
+    /// Per unit: (the worker's node, the block's node as the kernel says).
+    runs: Mutex<Vec<(Option<usize>, Option<usize>)>>,
+}
+
+impl Skeleton for Blocks<'_> {
+    type Unit = usize;
+    type Shared = Homes;
+    type PerWorker = ();
+
+    fn init_worker(&self, _: &Homes, _: &WorkerInfo) {}
+
+    fn affinity(&self, &b: &usize, _: &Homes) -> Affinity {
+        Affinity::of(&self.region.as_slice()[b * self.block])
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        _: &mut X,
+        &b: &usize,
+        _: &mut (),
+        homes: &Homes,
+        ctx: &mut ProcessCtx<usize>,
+    ) -> Result<(), TxError> {
+        let data = &self.region.as_slice()[b * self.block..(b + 1) * self.block];
+        // Some work on the block, so units do not all finish before the
+        // other workers start (the figure is about where units run).
+        let sum: u64 = data.iter().map(|&x| u64::from(x)).sum();
+        std::hint::black_box(sum);
+        let page = Placement::query(data.as_ptr(), 1, 4096).ok().and_then(|p| p.node_of(0));
+        homes.runs.lock().push((ctx.worker().node, page));
+        Ok(())
+    }
+}
+
+/// Runs the block units with affinity scheduling `on`: (share of units run
+/// on their block's node by the test's own count, the report's figures).
+fn affinity_run(threads: usize, on: bool) -> Result<(f64, skelaff_worklist::AffinityFigures), String> {
+    let topo = Topology::get().map_err(|e| e.to_string())?;
+    let nodes = topo.nodes_with_cpus();
+    let block = BLOCK_PAGES * 4096;
+    let blocks = 64 * nodes.len();
+    let opts = RegionOptions::new(Policy::Cyclic { nodes, block }).prefault(true);
+    let region = NumaRegion::new(blocks * block, opts).map_err(|e| e.to_string())?;
+    let homes = Homes::default();
+    let skel = Blocks { region: &region, block };
+    let mut wl = Builder::new()
+        .threads(threads)
+        .policy(PagePolicy::FirstTouch)
+        .affinity_scheduling(on)
+        .build(&skel, &homes)
+        .map_err(|e| e.to_string())?;
+    wl.add_work_units(0..blocks);
+    let report = wl.run().map_err(|e| e.to_string())?;
+    let runs = homes.runs.into_inner();
+    if runs.len() != blocks || runs.iter().any(|(w, p)| w.is_none() || p.is_none()) {
+        return Err(format!("{} runs for {blocks} blocks, or a worker or page without a node", runs.len()));
+    }
+    let home = runs.iter().filter(|(w, p)| w == p).count();
+    Ok((home as f64 / blocks as f64, report.affinity()))
+}
+
 fn main() -> ExitCode {
     let Some(spec) = GuestSpec::from_cmdline() else {
         eprintln!("numa_vm_worklist: not inside the emulated machine; run `cargo xtask numa-vm`");
@@ -135,6 +212,27 @@ fn main() -> ExitCode {
             if lo == 0 || hi - lo > 1 {
                 return Err(format!("buffer of a worker on node {node}: pages per node {counts:?}"));
             }
+        }
+        Ok(())
+    });
+    s.check("affinity scheduling: units run on their data's node", || {
+        let (off_share, off) = affinity_run(threads, false)?;
+        let (on_share, on) = affinity_run(threads, true)?;
+        println!("     units on their block's node: {off_share:.3} without the hint, {on_share:.3} with it ({on})");
+        if off != skelaff_worklist::AffinityFigures::default() {
+            return Err(format!("affinity figures with scheduling off: {off:?}"));
+        }
+        let counted = (on.on_home as f64 / on.hinted.max(1) as f64 - on_share).abs();
+        if on.hinted != 64 * spec.nodes as u64 || on.unresolved != 0 || counted > 1e-9 {
+            return Err(format!("the report's figures {on:?} disagree with the test's own count {on_share:.3}"));
+        }
+        // Stealing at the end of the run may take a few units away from
+        // home; without the hint, a unit is at home by chance (1 in n).
+        let chance = 1.0 / threads as f64 + 0.2;
+        if threads > 1 && (on_share < 0.75 || off_share > chance) {
+            return Err(format!(
+                "home share {on_share:.3} with the hint (want >= 0.75), {off_share:.3} without (want <= {chance:.2})"
+            ));
         }
         Ok(())
     });

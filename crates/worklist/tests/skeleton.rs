@@ -359,3 +359,70 @@ fn workers_are_named_born_pinned_and_the_caller_keeps_its_mask() {
         assert_eq!(skelaff_numa_alloc::topology::thread_affinity().unwrap(), before, "after {mapping}");
     }
 }
+
+/// Units that name their data's place three ways (by node, by a resident
+/// address, by an address no mapping holds), and generate one child each.
+struct Hinted {
+    data: Vec<u64>,
+    node: usize,
+}
+
+impl Skeleton for Hinted {
+    type Unit = u64;
+    type Shared = TVar<u64>;
+    type PerWorker = ();
+
+    fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
+
+    fn affinity(&self, &u: &u64, _: &TVar<u64>) -> skelaff_worklist::Affinity {
+        use skelaff_worklist::Affinity;
+        match u % 3 {
+            0 => Affinity::Node(self.node),
+            1 => Affinity::of(&self.data[(u as usize * 8) % self.data.len()]),
+            // Page 1 of the address space: never mapped.
+            _ => Affinity::Address(4096),
+        }
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &u: &u64,
+        _: &mut (),
+        t: &TVar<u64>,
+        ctx: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
+        if u < 300 {
+            ctx.add_work_unit(u + 300);
+        }
+        tx.update(t, |v| v + 1).map(|_| ())
+    }
+}
+
+#[test]
+fn affinity_scheduling_counts_where_hinted_units_ran() {
+    let node = skelaff_numa_alloc::Topology::get().unwrap().nodes_with_cpus().first().unwrap();
+    let skel = Hinted { data: vec![1; 1 << 12], node };
+    for on in [false, true] {
+        let total = TVar::new(0);
+        let mut wl = Builder::new().threads(2).affinity_scheduling(on).build(&skel, &total).unwrap();
+        wl.add_work_units(0..300);
+        let report = wl.run().unwrap();
+        assert_eq!((report.units, total.load()), (600, 600), "every unit ran once, hinted or not");
+        let a = report.affinity();
+        if !on {
+            assert_eq!(a, skelaff_worklist::AffinityFigures::default(), "nothing is counted when off");
+            continue;
+        }
+        // Two thirds name a node (directly, or through a resident page);
+        // one third an address the kernel cannot place.
+        assert_eq!((a.hinted, a.unresolved), (400, 200), "{a}");
+        // On a machine whose workers all run on `node` (one node, as the
+        // build machines), every hinted unit ran at home.
+        if report.workers.iter().all(|w| w.node == Some(node)) {
+            assert_eq!(a.on_home, 400, "{a}");
+        }
+        assert!(report.to_string().contains("hinted units ran on their data's node"), "{report}");
+        assert_eq!(report.to_json()["affinity"]["hinted"], 400);
+    }
+}

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use skelaff_stm::collections::FxBuildHasher;
 use skelaff_stm::{THashMap, TVar, TxError, TxOps, atomically};
-use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_worklist::{Affinity, ProcessCtx, Skeleton, WorkerInfo};
 
 use super::input::{mask, unpack};
 use crate::app::{AppError, CommonArgs};
@@ -236,6 +236,11 @@ impl Skeleton for Dedup<'_> {
     type PerWorker = ();
 
     fn init_worker(&self, _: &THashMap<u128, ()>, _: &WorkerInfo) {}
+
+    /// The chunk of segments the unit inserts.
+    fn affinity(&self, &first: &u32, _: &THashMap<u128, ()>) -> Affinity {
+        self.segments.get(first as usize).map_or(Affinity::Anywhere, Affinity::of)
+    }
 
     fn process<X: TxOps>(
         &self,

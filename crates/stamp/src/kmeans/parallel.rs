@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use skelaff_stm::{TPtr, TVar, TxError, TxOps};
-use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_worklist::{Affinity, ProcessCtx, Skeleton, WorkerInfo};
 
 use super::input::Points;
 use super::{Assign, nearest};
@@ -135,6 +135,16 @@ impl Skeleton for Step<'_> {
 
     fn init_worker(&self, _: &Accumulators, _: &WorkerInfo) -> Scratch {
         Scratch { unit: None, sums: vec![0.0; self.k * self.points.dims], counts: vec![0; self.k], changed: 0 }
+    }
+
+    /// The chunk's points: where most of a unit's reads go (outside the
+    /// transaction).
+    fn affinity(&self, &start: &u32, _: &Accumulators) -> Affinity {
+        if (start as usize) < self.points.len() {
+            Affinity::of(self.points.point(start as usize))
+        } else {
+            Affinity::Anywhere
+        }
     }
 
     /// Finds the nearest center of each point of the chunk and adds the

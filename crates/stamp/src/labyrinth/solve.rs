@@ -4,7 +4,7 @@
 use std::fmt;
 
 use skelaff_stm::{AbortReason, TPtr, TVar, TxError, TxOps};
-use skelaff_worklist::{ProcessCtx, RunReport, Skeleton, WorkerInfo};
+use skelaff_worklist::{Affinity, ProcessCtx, RunReport, Skeleton, WorkerInfo};
 
 use super::maze::{EMPTY, ENDPOINT, Maze, PATH_BASE, WALL};
 use super::router::{Costs, Router};
@@ -250,6 +250,13 @@ impl Skeleton for Lee<'_> {
 
     fn init_worker(&self, _: &Board, _: &WorkerInfo) -> Router {
         Router::new(self.maze.dims)
+    }
+
+    /// The grid cell the pair's route starts from: the expansion reads
+    /// the cells around it first.
+    fn affinity(&self, &k: &u32, board: &Board) -> Affinity {
+        let Some(&(src, _)) = self.maze.pairs.get(k as usize) else { return Affinity::Anywhere };
+        board.cells.get(src as usize).map_or(Affinity::Anywhere, Affinity::of)
     }
 
     /// Expands and traces back on the worker's own scratch, reading the

@@ -389,7 +389,7 @@ impl Drop for Tx {
 impl TxOps for Tx {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
-        if self.sampler.enabled {
+        if self.sampler.enabled && self.sampler.tick() {
             self.sample(var.addr(), AccessKind::Read);
         }
         if self.assisted {
@@ -403,7 +403,7 @@ impl TxOps for Tx {
 
     #[inline(always)]
     fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError> {
-        if self.sampler.enabled {
+        if self.sampler.enabled && self.sampler.tick() {
             self.sample(var.addr(), AccessKind::Write);
         }
         if self.assisted && self.assist_conflicted() {

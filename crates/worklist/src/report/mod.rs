@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use skelaff_stm::{AbortReason, Stats};
 
 use crate::access_profile::AccessProfile;
+use crate::affinity::AffinityFigures;
 use crate::config::PagePolicy;
 use crate::pool::Distribution;
 
@@ -37,6 +38,8 @@ pub struct WorkerReport {
     pub busy: Duration,
     /// Time spent with nothing to take.
     pub idle: Duration,
+    /// What affinity scheduling did for this worker's units (zero when off).
+    pub affinity: AffinityFigures,
 }
 
 /// The outcome of [`Worklist::run`](crate::Worklist::run).
@@ -122,6 +125,7 @@ impl RunReport {
                     x.stats.merge(&w.stats);
                     x.busy += w.busy;
                     x.idle += w.idle;
+                    x.affinity.merge(&w.affinity);
                 }
                 None => self.workers.push(w),
             }
@@ -151,6 +155,15 @@ impl RunReport {
     /// Aborted attempts, all reasons.
     pub fn aborts(&self) -> u64 {
         self.stats().total_aborts()
+    }
+
+    /// Affinity scheduling's figures summed over the workers.
+    pub fn affinity(&self) -> AffinityFigures {
+        let mut a = AffinityFigures::default();
+        for w in &self.workers {
+            a.merge(&w.affinity);
+        }
+        a
     }
 
     /// Units per second of wall time.
@@ -196,6 +209,7 @@ impl RunReport {
                 "text": d.decision.to_string(),
             })).collect::<Vec<_>>(),
             "helpers": self.helpers,
+            "affinity": self.affinity(),
         })
     }
 }
@@ -242,6 +256,10 @@ impl fmt::Display for RunReport {
                 w.busy.as_secs_f64(),
                 w.idle.as_secs_f64()
             )?;
+        }
+        let a = self.affinity();
+        if a.hinted + a.unresolved > 0 {
+            writeln!(f, "  affinity: {a}")?;
         }
         for d in &self.decisions {
             writeln!(f, "  {d}")?;
