@@ -59,7 +59,7 @@ impl Recorder {
             countdown: sampling.period,
             capacity: sampling.capacity,
             overflow,
-            buf: Vec::with_capacity(sampling.capacity.min(4096)),
+            buf: Vec::new(),
             seen: 0,
             discarded: 0,
         }

@@ -173,7 +173,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                 assist.committed(channel, &mut side);
             }
             if let Some(s) = &mut sampler {
-                s.drain(|| state.start.elapsed(), state.page_size);
+                s.unit_done(|| state.start.elapsed(), state.page_size);
             }
             units += 1;
             let n = ctx.units.len();

@@ -351,7 +351,7 @@ impl Tx {
         matches!(&self.assist, AssistSlot::Active(a) if a.conflicted())
     }
 
-    #[cold]
+    #[inline(never)]
     fn sample(&mut self, addr: usize, kind: AccessKind) {
         self.sampler.record(addr, kind);
     }
