@@ -114,6 +114,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
         },
         None => None,
     };
+    let affinity_on = state.affinity;
     let mut resolver = Resolver::new(state.page_size);
     let mut affinity = AffinityFigures::default();
     let mut units = 0u64;
@@ -150,7 +151,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                 state.decide(Some(info.index), Decision::BoundToNode { node });
                 switched = true;
             }
-            if state.affinity {
+            if affinity_on {
                 match resolver.home(state.skeleton.affinity(&unit, state.shared)) {
                     Home::Node(n) => {
                         affinity.hinted += 1;
@@ -182,7 +183,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                     state.decide(Some(info.index), Decision::WorkersGenerate);
                 }
                 state.signal.add(n);
-                if state.affinity {
+                if affinity_on {
                     state.pool.push_routed(&queue, ctx.units.drain(..), |u| state.home_queue(&mut resolver, u));
                 } else {
                     state.pool.push(&queue, ctx.units.drain(..));
