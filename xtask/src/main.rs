@@ -275,6 +275,21 @@ fn build_tests(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(tests)
 }
 
+/// Copies the files under `from` to `to`, directories included.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let dest = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &dest)?;
+        } else {
+            fs::copy(entry.path(), dest)?;
+        }
+    }
+    Ok(())
+}
+
 fn make_initramfs(work: &Path, busybox: &Path, tests: &[(String, PathBuf)]) -> Result<PathBuf> {
     let dir = work.join("initramfs");
     let _ = fs::remove_dir_all(&dir);
@@ -297,6 +312,11 @@ fn make_initramfs(work: &Path, busybox: &Path, tests: &[(String, PathBuf)]) -> R
             }
         }
     }
+    // The input files the crates ship (yada's meshes, kmeans's points),
+    // at the absolute path the test binaries were built to read them from.
+    let data = workspace_root()?.join("crates/stamp/data");
+    let inside = dir.join(data.strip_prefix("/").map_err(|e| e.to_string())?);
+    copy_tree(&data, &inside).map_err(|e| format!("copying {} into the guest: {e}", data.display()))?;
     for lib in &libs {
         let real = fs::canonicalize(lib).map_err(|e| format!("{}: {e}", lib.display()))?;
         let dest = dir.join(lib.strip_prefix("/").map_err(|e| e.to_string())?);
