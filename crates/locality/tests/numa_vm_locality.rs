@@ -23,6 +23,7 @@ use skelaff_locality::{
     ProfileHeader, Recorder, RunLocality, SampleBoard, Sampling, Scheme, page_nodes,
 };
 use skelaff_numa_alloc::{NodeSet, NumaRegion, Policy, RegionOptions, Topology, pin};
+use skelaff_testkit::balancing::{Balancing, SWITCH as BALANCING, Vmstat};
 use skelaff_testkit::{GuestSpec, Suite};
 
 /// Pages each thread owns.
@@ -33,8 +34,6 @@ const ROUNDS: usize = 24;
 const SAMPLING_PERIOD: u32 = 7;
 /// How long the owners run while the migration thread moves pages.
 const MIGRATION_RUN: std::time::Duration = std::time::Duration::from_millis(1500);
-/// The switch of automatic NUMA balancing.
-const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
 /// How long the owners run with NUMA balancing on (the default-policy run twice as long).
 const BALANCING_RUN: std::time::Duration = std::time::Duration::from_millis(1500);
 /// Tolerance on a sampled fraction (binomial error of ~10^3 samples is < 0.02).
@@ -442,36 +441,6 @@ fn migration(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<
     Ok(())
 }
 
-/// The kernel's NUMA-balancing counters.
-#[derive(Clone, Copy, Debug, Default)]
-struct Vmstat {
-    hint_faults: u64,
-    hint_faults_local: u64,
-    pages_migrated: u64,
-}
-
-impl Vmstat {
-    fn read() -> Result<Vmstat, String> {
-        let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| format!("/proc/vmstat: {e}"))?;
-        let get = |k: &str| {
-            text.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix(' ')?.trim().parse::<u64>().ok()).unwrap_or(0)
-        };
-        Ok(Vmstat {
-            hint_faults: get("numa_hint_faults"),
-            hint_faults_local: get("numa_hint_faults_local"),
-            pages_migrated: get("numa_pages_migrated"),
-        })
-    }
-
-    fn since(self, before: Vmstat) -> Vmstat {
-        Vmstat {
-            hint_faults: self.hint_faults - before.hint_faults,
-            hint_faults_local: self.hint_faults_local - before.hint_faults_local,
-            pages_migrated: self.pages_migrated - before.pages_migrated,
-        }
-    }
-}
-
 /// Every owner page's node, polled every 10 ms while the owners run; each
 /// change is logged as a move (at the poll's time: within 10 ms of the real one).
 fn watch(pages: &[u64], stop: &std::sync::atomic::AtomicBool, start: Instant) -> Result<Vec<PageMove>, String> {
@@ -542,21 +511,14 @@ fn balanced_run(
 /// hinting faults, local or not — is printed beside the profile's local
 /// fraction as a cross-check.
 fn hinting(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<(), String> {
-    let ctl = BALANCING;
-    if cpu_nodes.len() < 2 || !std::path::Path::new(ctl).exists() {
-        println!("     (skipped: one node, or a kernel without automatic NUMA balancing)");
+    if cpu_nodes.len() < 2 {
+        println!("     (skipped: one node)");
         return Ok(());
     }
-    let _ = std::process::Command::new("mount").args(["-t", "debugfs", "debugfs", "/sys/kernel/debug"]).status();
-    let knob = |k: &str| format!("/sys/kernel/debug/sched/numa_balancing/{k}");
-    let mut saved = Vec::new();
-    for (k, value) in [("scan_delay_ms", "20"), ("scan_period_min_ms", "20"), ("scan_period_max_ms", "200")] {
-        if let Ok(old) = std::fs::read_to_string(knob(k)) {
-            saved.push((k, old.trim().to_owned()));
-            let _ = std::fs::write(knob(k), value);
-        }
-    }
-    std::fs::write(ctl, "1").map_err(|e| format!("enabling NUMA balancing: {e}"))?;
+    let Some(balancing) = Balancing::enable_fast()? else {
+        println!("     (skipped: a kernel without automatic NUMA balancing)");
+        return Ok(());
+    };
     let result = (|| {
         let first = cpu_nodes[0] as u16;
         // Bound to the main thread's node: nothing may move.
@@ -602,9 +564,6 @@ fn hinting(machine: &Machine, topo: &Topology, cpu_nodes: &[usize]) -> Result<()
         // its scanner and the emulator's speed: reported, not asserted.
         Ok(())
     })();
-    let _ = std::fs::write(ctl, "0");
-    for (k, old) in saved {
-        let _ = std::fs::write(knob(k), old);
-    }
+    drop(balancing);
     result
 }

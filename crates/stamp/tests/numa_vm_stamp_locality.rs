@@ -17,6 +17,10 @@
 //! with every page's node shifted by one; and, summed over the
 //! applications, the check is not vacuous for the policies that name nodes.
 //!
+//! With the sweep, each application also runs under first touch with the
+//! kernel's automatic NUMA balancing on, its hinting faults' local share
+//! printed beside the profile's local fraction.
+//!
 //! By default two applications run (vacation and intruder); with
 //! `skelaff.locality_sweep=all` on the kernel command line (`cargo xtask
 //! numa-vm --stamp-sweep`) all five do, and with `skelaff.locality_sweep=off`
@@ -30,6 +34,7 @@ use skelaff_locality::{CostModel, Machine, MigrationRule, Profile, RunLocality, 
 use skelaff_numa_alloc::Topology;
 use skelaff_numa_alloc::alloc::NumaAlloc;
 use skelaff_stamp::{CommonArgs, Entry};
+use skelaff_testkit::balancing::{Balancing, Vmstat};
 use skelaff_testkit::{GuestSpec, Suite};
 use skelaff_worklist::{AccessProfile, PagePolicy};
 
@@ -89,7 +94,7 @@ fn main() -> ExitCode {
         let mut bind_run = None;
         for policy in POLICIES {
             s.check(&format!("{} under {policy}: placed as the policy says", app.name), || {
-                let (p, ap) = run(app, policy, false, threads, &machine)?;
+                let (p, ap) = run(app, policy, false, "", threads, &machine)?;
                 let n = check_placement(&p, &ap)?;
                 *checked.entry(policy.to_string()).or_default() += n;
                 if policy == PagePolicy::Bind {
@@ -100,9 +105,15 @@ fn main() -> ExitCode {
         }
         if HINTING_APPS.contains(&app.name) {
             s.check(&format!("{} under auto with affinity scheduling: placed as the policy says", app.name), || {
-                let (p, ap) = run(app, PagePolicy::Auto, true, threads, &machine)?;
+                let (p, ap) = run(app, PagePolicy::Auto, true, "+affinity", threads, &machine)?;
                 check_placement(&p, &ap).map(drop)
             });
+        }
+        if sweep && machine.nodes() > 1 {
+            s.check(
+                &format!("{}: first touch under the kernel's NUMA balancing, beside its hinting faults", app.name),
+                || autonuma(app, threads),
+            );
         }
         s.check(&format!("{}: the placement check fails with every page's node shifted", app.name), || {
             let (p, ap) = bind_run.take().ok_or("the bind run did not produce a profile")?;
@@ -136,14 +147,56 @@ fn main() -> ExitCode {
     s.finish()
 }
 
+/// First touch with the kernel's automatic NUMA balancing on: the
+/// kernel's own sample of every access of the process (hinting faults),
+/// its local share printed beside the profile's local fraction. The
+/// profile samples only transactional accesses; the hinting faults sample
+/// all of them, so the two agree only where the transactional accesses are
+/// most of the memory traffic. No table row: a page the scanner has just
+/// unmapped for a hinting fault is invisible to `move_pages` until it is
+/// touched again, so many samples of such a run have no node (their share
+/// is printed), and the local fraction is over the attributed ones only.
+/// Reported, not asserted (beyond the application's self-check): how much
+/// the scanner does within a short run depends on the emulator's speed.
+fn autonuma(app: &Entry, threads: usize) -> Result<(), String> {
+    let Some(on) = Balancing::enable_fast()? else {
+        println!("     (skipped: a kernel without automatic NUMA balancing)");
+        return Ok(());
+    };
+    let common = CommonArgs {
+        policy: PagePolicy::FirstTouch,
+        profile: Some("/tmp/unused.prof".into()),
+        sample_period: SAMPLING.period,
+        sample_capacity: SAMPLING.capacity,
+        ..CommonArgs::default()
+    };
+    let before = Vmstat::read()?;
+    let outcome = (app.run_small)(threads, &common).map_err(|e| e.to_string());
+    let k = Vmstat::read()?.since(before);
+    drop(on);
+    let outcome = outcome?;
+    if let Err(why) = &outcome.check {
+        return Err(format!("self-check failed with NUMA balancing on: {why}"));
+    }
+    let ap = outcome.report.and_then(|r| r.access_profile).ok_or("the run recorded no access profile")?;
+    let f = ap.profile.measured(&CostModel::default()).map_err(|e| e.to_string())?;
+    let kernel = k.local_share().map_or("-".to_owned(), |s| format!("{s:.3}"));
+    println!(
+        "     kernel: {} hinting faults, local share {kernel}, {} pages migrated; profile: local fraction {:.3} over {} attributed samples ({} without a node)",
+        k.hint_faults, k.pages_migrated, f.local_fraction, f.accesses, f.unattributed
+    );
+    Ok(())
+}
+
 /// Runs `app`'s small input under `policy` (with affinity scheduling if
-/// `affinity`: its row is `auto+affinity`) with a profile; prints its
-/// `SKELAFF-LOCALITY` line. Returns the profile (on `machine`, named after
-/// the app) and the allocator's intended nodes.
+/// `affinity`) with a profile; prints its `SKELAFF-LOCALITY` line, whose
+/// row is the policy's name followed by `suffix`. Returns the profile (on
+/// `machine`, named after the app) and the allocator's intended nodes.
 fn run(
     app: &Entry,
     policy: PagePolicy,
     affinity: bool,
+    suffix: &str,
     threads: usize,
     machine: &Machine,
 ) -> Result<(Profile, AccessProfile), String> {
@@ -177,10 +230,11 @@ fn run(
     let (mut header, accesses) = ap.profile.clone().into_parts();
     header.machine = machine.clone();
     header.app = app.name.to_owned();
-    header.placement = if affinity { format!("{policy}+affinity") } else { policy.to_string() };
+    header.placement = format!("{policy}{suffix}");
     let p = Profile::new(header, accesses).map_err(|e| e.to_string())?;
     // The NUCA study's schemes, modelled from the first-touch run's profile.
-    let schemes: Vec<Scheme> = if policy == PagePolicy::FirstTouch { Scheme::all().collect() } else { Vec::new() };
+    let schemes: Vec<Scheme> =
+        if policy == PagePolicy::FirstTouch && suffix.is_empty() { Scheme::all().collect() } else { Vec::new() };
     let model = CostModel::default();
     let line = RunLocality::from_profile(&p, &schemes, &MigrationRule::default(), &model).map_err(|e| e.to_string())?;
     println!("SKELAFF-LOCALITY {}", serde_json::to_string(&line).map_err(|e| e.to_string())?);

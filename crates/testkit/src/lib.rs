@@ -2,9 +2,11 @@
 //! them: the placement tests that run inside the emulated NUMA machine
 //! ([`guest`]: the guest's expected shape and a small check runner), and
 //! tests that must run code in a forked child and catch it hanging
-//! ([`child`]). Not published: the `numa_vm*` test targets, the fork test
+//! ([`child`]); and the kernel's automatic NUMA balancing for the guest
+//! tests that cross-check against its hinting faults ([`balancing`]). Not published: the `numa_vm*` test targets, the fork test
 //! and `xtask` use it as a (dev-)dependency.
 
+pub mod balancing;
 pub mod child;
 pub mod guest;
 mod sys;
