@@ -57,6 +57,11 @@ pub struct CommonArgs {
     /// With --profile: sample one transactional access in this many.
     #[arg(long, default_value_t = Sampling::DEFAULT.period, value_parser = clap::value_parser!(u32).range(1..))]
     pub sample_period: u32,
+    /// With --profile: migrate pages as the run goes (the NUCA study's
+    /// scheme applied for real: every 10 ms the 10 hottest misplaced
+    /// sampled pages move to the node of their dominant accessor).
+    #[arg(long)]
+    pub migrate: bool,
     /// With --profile: keep at most this many samples per worker (beyond,
     /// every other one is dropped and the period doubles).
     #[arg(long, default_value_t = Sampling::DEFAULT.capacity, value_parser = parse_capacity)]
@@ -86,6 +91,7 @@ impl Default for CommonArgs {
             profile: None,
             sample_period: Sampling::DEFAULT.period,
             sample_capacity: Sampling::DEFAULT.capacity,
+            migrate: false,
         }
     }
 }
@@ -103,6 +109,7 @@ impl CommonArgs {
             .affinity_scheduling(self.affinity)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
             .access_profile(self.profile.is_some().then_some(self.sampling()))
+            .migration(self.migrate.then(skelaff_locality::MigrationRule::default))
     }
 
     /// The sampling `--sample-period` and `--sample-capacity` ask for.

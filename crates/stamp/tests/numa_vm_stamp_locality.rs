@@ -17,9 +17,12 @@
 //! with every page's node shifted by one; and, summed over the
 //! applications, the check is not vacuous for the policies that name nodes.
 //!
-//! With the sweep, each application also runs under first touch with the
-//! kernel's automatic NUMA balancing on, its hinting faults' local share
-//! printed beside the profile's local fraction.
+//! With the sweep, each application also runs under first touch with pages
+//! migrating as it goes (the NUCA study's migration applied for real by
+//! `Builder::migration`'s background thread: row `first-touch+migration`,
+//! each access attributed to the node its page had at the time), and under
+//! first touch with the kernel's automatic NUMA balancing on, its hinting
+//! faults' local share printed beside the profile's local fraction.
 //!
 //! By default two applications run (vacation and intruder); with
 //! `skelaff.locality_sweep=all` on the kernel command line (`cargo xtask
@@ -94,7 +97,7 @@ fn main() -> ExitCode {
         let mut bind_run = None;
         for policy in POLICIES {
             s.check(&format!("{} under {policy}: placed as the policy says", app.name), || {
-                let (p, ap) = run(app, policy, false, "", threads, &machine)?;
+                let (p, ap) = run(app, policy, Extra::None, threads, &machine)?;
                 let n = check_placement(&p, &ap)?;
                 *checked.entry(policy.to_string()).or_default() += n;
                 if policy == PagePolicy::Bind {
@@ -105,11 +108,23 @@ fn main() -> ExitCode {
         }
         if HINTING_APPS.contains(&app.name) {
             s.check(&format!("{} under auto with affinity scheduling: placed as the policy says", app.name), || {
-                let (p, ap) = run(app, PagePolicy::Auto, true, "+affinity", threads, &machine)?;
+                let (p, ap) = run(app, PagePolicy::Auto, Extra::Affinity, threads, &machine)?;
                 check_placement(&p, &ap).map(drop)
             });
         }
         if sweep && machine.nodes() > 1 {
+            s.check(&format!("{} under first touch with pages migrating as it runs", app.name), || {
+                let (p, ap) = run(app, PagePolicy::FirstTouch, Extra::Migrate, threads, &machine)?;
+                let log = ap.migration.as_ref().ok_or("the run kept no migration log")?;
+                println!(
+                    "     migration: {} epochs, {} pages moved, {} refused, {} samples dropped",
+                    log.epochs,
+                    log.moves.len(),
+                    log.failed,
+                    log.dropped_samples
+                );
+                check_placement(&p, &ap).map(drop)
+            });
             s.check(
                 &format!("{}: first touch under the kernel's NUMA balancing, beside its hinting faults", app.name),
                 || autonuma(app, threads),
@@ -188,21 +203,44 @@ fn autonuma(app: &Entry, threads: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `app`'s small input under `policy` (with affinity scheduling if
-/// `affinity`) with a profile; prints its `SKELAFF-LOCALITY` line, whose
-/// row is the policy's name followed by `suffix`. Returns the profile (on
-/// `machine`, named after the app) and the allocator's intended nodes.
+/// What a run adds to its page policy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    /// Nothing: the policy's own row.
+    None,
+    /// Affinity scheduling (`+affinity`).
+    Affinity,
+    /// Pages migrating as the run goes (`+migration`).
+    Migrate,
+}
+
+impl Extra {
+    fn suffix(self) -> &'static str {
+        match self {
+            Extra::None => "",
+            Extra::Affinity => "+affinity",
+            Extra::Migrate => "+migration",
+        }
+    }
+}
+
+/// Runs `app`'s small input under `policy` (and `extra`) with a profile;
+/// prints its `SKELAFF-LOCALITY` line, whose row is the policy's name
+/// followed by `extra`'s suffix. Returns the profile (on `machine`, named
+/// after the app) and the allocator's intended nodes.
 fn run(
     app: &Entry,
     policy: PagePolicy,
-    affinity: bool,
-    suffix: &str,
+    extra: Extra,
     threads: usize,
     machine: &Machine,
 ) -> Result<(Profile, AccessProfile), String> {
+    let affinity = extra == Extra::Affinity;
+    let suffix = extra.suffix();
     let common = CommonArgs {
         policy,
         affinity,
+        migrate: extra == Extra::Migrate,
         // `run_small` writes no file; the path only switches the profile on.
         profile: Some("/tmp/unused.prof".into()),
         sample_period: SAMPLING.period,

@@ -18,7 +18,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use skelaff_locality::{Access, Attribution, Machine, Overflow, Profile, ProfileHeader, Recorder, Sampling};
+use std::sync::Arc;
+
+use skelaff_locality::{
+    Access, Attribution, Machine, MigrationLog, Overflow, Profile, ProfileHeader, Recorder, SampleBoard, Sampling,
+};
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::sampler;
 
@@ -44,11 +48,18 @@ pub(crate) struct WorkerSampler {
     unit: sampler::Samples,
     /// Units since the last drain.
     undrained: u32,
+    /// Where each kept sample also goes when pages migrate as the run goes.
+    board: Option<Arc<SampleBoard>>,
 }
 
 impl WorkerSampler {
     /// Switches the STM sampler on for this thread (between transactions).
-    pub(crate) fn start(sampling: Sampling, thread: usize, node: usize) -> Result<WorkerSampler, String> {
+    pub(crate) fn start(
+        sampling: Sampling,
+        thread: usize,
+        node: usize,
+        board: Option<Arc<SampleBoard>>,
+    ) -> Result<WorkerSampler, String> {
         sampler::enable(sampling.period, UNIT_SAMPLES).map_err(|e| format!("starting the access sampler: {e}"))?;
         let _ = sampler::take();
         // The STM already keeps one access in `period`; the recorder keeps
@@ -62,6 +73,7 @@ impl WorkerSampler {
             dropped: 0,
             unit: sampler::Samples::default(),
             undrained: 0,
+            board,
         })
     }
 
@@ -95,6 +107,9 @@ impl WorkerSampler {
                 sampler::AccessKind::Read => Access::read(page, self.thread, self.node, t),
                 sampler::AccessKind::Write => Access::write(page, self.thread, self.node, t),
             };
+            if let Some(b) = &self.board {
+                b.post(usize::from(self.thread), page, self.node);
+            }
             self.recorder.offer(access);
         }
     }
@@ -160,6 +175,10 @@ pub struct AccessProfile {
     pub intended: BTreeMap<u64, u16>,
     /// Why the kernel could not be asked for the pages' nodes, if it could not.
     pub attribution_error: Option<String>,
+    /// What the migration thread did, when the run migrated pages as it
+    /// went ([`Builder::migration`](crate::Builder::migration)); the
+    /// accesses are then attributed to the node their page had at the time.
+    pub migration: Option<MigrationLog>,
 }
 
 impl AccessProfile {
@@ -171,6 +190,7 @@ impl AccessProfile {
         policy: &str,
         threads: usize,
         finished: Vec<FinishedSampler>,
+        migration: Option<MigrationLog>,
     ) -> Result<AccessProfile, String> {
         let machine = Machine::from_topology("this machine", topo).map_err(|e| e.to_string())?;
         let mut header = ProfileHeader::new(machine, "worklist", policy, u16::try_from(threads).unwrap_or(u16::MAX));
@@ -188,11 +208,15 @@ impl AccessProfile {
         header.discarded += dropped;
         let profile = Profile::new(header, accesses).map_err(|e| e.to_string())?;
         let intended = intended_nodes(&profile);
-        let (profile, attribution_error) = match profile.clone().attribute_at_end() {
+        let attributed = match &migration {
+            Some(log) => profile.clone().attribute_with_moves(&log.moves),
+            None => profile.clone().attribute_at_end(),
+        };
+        let (profile, attribution_error) = match attributed {
             Ok(p) => (p, None),
             Err(e) => (profile, Some(e.to_string())),
         };
-        Ok(AccessProfile { profile, intended, attribution_error })
+        Ok(AccessProfile { profile, intended, attribution_error, migration })
     }
 
     /// Adds the profile of a later run of the same program: its times
@@ -238,6 +262,22 @@ impl AccessProfile {
             Ok(p) => {
                 self.profile = p;
                 self.intended.extend(later.intended);
+                match (&mut self.migration, later.migration) {
+                    (Some(m), Some(l)) => {
+                        m.epochs += l.epochs;
+                        m.failed += l.failed;
+                        m.dropped_samples += l.dropped_samples;
+                        m.work_ns += l.work_ns;
+                        let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
+                        m.moves.extend(
+                            l.moves
+                                .into_iter()
+                                .map(|x| skelaff_locality::PageMove { time_ns: x.time_ns.saturating_add(shift), ..x }),
+                        );
+                    }
+                    (None, l) => self.migration = l,
+                    (Some(_), None) => {}
+                }
                 if self.attribution_error.is_none() {
                     self.attribution_error = later.attribution_error;
                 }
@@ -274,7 +314,12 @@ mod tests {
         h.sampling = Sampling { period, capacity };
         h.seen = times.len() as u64 * u64::from(period);
         let a = times.iter().map(|&t| Access::read(t, (t % 2) as u16, 0, t)).collect();
-        AccessProfile { profile: Profile::new(h, a).unwrap(), intended: BTreeMap::new(), attribution_error: None }
+        AccessProfile {
+            profile: Profile::new(h, a).unwrap(),
+            intended: BTreeMap::new(),
+            attribution_error: None,
+            migration: None,
+        }
     }
 
     #[test]

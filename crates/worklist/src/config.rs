@@ -161,6 +161,7 @@ pub struct Builder {
     pub(crate) stm: skelaff_stm::Config,
     pub(crate) access_profile: Option<Sampling>,
     pub(crate) affinity: bool,
+    pub(crate) migration: Option<skelaff_locality::MigrationRule>,
 }
 
 impl Default for Builder {
@@ -183,6 +184,7 @@ impl Builder {
             stm: skelaff_stm::Config::DEFAULT,
             access_profile: None,
             affinity: false,
+            migration: None,
         }
     }
 
@@ -273,6 +275,19 @@ impl Builder {
         self
     }
 
+    /// Migration as the run goes (the NUCA study's scheme, applied for
+    /// real; default none): a background thread takes the workers' access
+    /// samples every epoch of `rule` and moves the hottest misplaced pages
+    /// to their dominant accessor's node (`mbind` with `MPOL_MF_MOVE`). Needs
+    /// an [`access_profile`](Builder::access_profile) (the samples are the
+    /// profile's); the profile's pages are then attributed to the node they
+    /// had at each access, and the moves are in
+    /// [`AccessProfile::migration`](crate::AccessProfile::migration).
+    pub fn migration(mut self, rule: Option<skelaff_locality::MigrationRule>) -> Self {
+        self.migration = rule;
+        self
+    }
+
     /// The worklist for `skeleton` over `shared`.
     ///
     /// # Errors
@@ -284,6 +299,18 @@ impl Builder {
         }
         if let Some(s) = self.access_profile {
             skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
+        }
+        if let Some(rule) = self.migration {
+            if self.access_profile.is_none() {
+                return Err(Error::Profile(
+                    "migration takes its samples from the access profile: ask for one with access_profile".into(),
+                ));
+            }
+            if !matches!(rule.epoch, skelaff_locality::Epoch::Time { .. }) || rule.pages_per_epoch == 0 {
+                return Err(Error::Profile(
+                    "a migration rule applied for real needs a time epoch and at least one page per epoch".into(),
+                ));
+            }
         }
         // The STM's one-time set-up belongs before `run`, not in it.
         skelaff_stm::startup();

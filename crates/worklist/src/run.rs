@@ -9,10 +9,14 @@ use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Instant;
 
 use parking_lot::Mutex;
+use skelaff_locality::{Migrator, SampleBoard};
 use skelaff_numa_alloc::{Topology, pin};
 
 use crate::access_profile::AccessProfile;
 use crate::affinity::Resolver;
+
+/// Samples each worker's slot of the migration board holds between two epochs.
+const MIGRATION_SLOT: usize = 1 << 14;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
 use crate::error::Error;
@@ -145,6 +149,7 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             access_profile: cfg.access_profile,
             samplers: Mutex::new(Vec::new()),
             affinity: cfg.affinity,
+            board: cfg.migration.map(|_| SampleBoard::new(threads, MIGRATION_SLOT)),
         };
         if cfg.affinity {
             let mut resolver = Resolver::new(state.page_size);
@@ -156,6 +161,17 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         let places = helper_places(&state, cfg.helpers, &layout, A::ENABLED);
         let channels: Vec<A::Channel> = infos.iter().zip(&places).map(|(i, p)| assist.channel(i, *p)).collect();
 
+        // Started before the workers, on the run's clock, so move times
+        // compare with sample times.
+        let migrator = match (cfg.migration, &state.board) {
+            (Some(rule), Some(board)) => {
+                let nodes = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
+                let m = Migrator::start(board.clone(), rule, nodes, state.page_size as u64, state.start)
+                    .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
+                Some(m)
+            }
+            _ => None,
+        };
         let start = Instant::now();
         let (results, refused) = std::thread::scope(|scope| {
             // Workers first: a helper exists only for a worker that runs, so
@@ -201,12 +217,15 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             }
             (results, refused)
         });
+        let wall = start.elapsed();
+        // Stopped before anything can return: the thread must not outlive the run.
+        let migration = migrator.map(Migrator::stop).transpose();
         match refused {
             Some(Refused::Pin(e)) => return Err(Error::Numa(e)),
             Some(Refused::Thread(worker, source)) => return Err(Error::Spawn { worker, source }),
             None => {}
         }
-        let wall = start.elapsed();
+        let migration = migration.map_err(|e| Error::Profile(format!("the migration thread: {e}")))?;
         if let Some((worker, message)) = state.failure.lock().take() {
             return Err(Error::Panicked { worker, message });
         }
@@ -231,7 +250,7 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             Some(sampling) => {
                 let finished = std::mem::take(&mut *state.samplers.lock());
                 Some(
-                    AccessProfile::build(sampling, topo, &cfg.policy.to_string(), threads, finished)
+                    AccessProfile::build(sampling, topo, &cfg.policy.to_string(), threads, finished, migration)
                         .map_err(Error::Profile)?,
                 )
             }

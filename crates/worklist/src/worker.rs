@@ -41,6 +41,8 @@ pub(crate) struct RunState<'a, S: Skeleton> {
     pub(crate) samplers: Mutex<Vec<FinishedSampler>>,
     /// Queue units on their data's node ([`Skeleton::affinity`]).
     pub(crate) affinity: bool,
+    /// The migration thread's sample board, when pages migrate as the run goes.
+    pub(crate) board: Option<std::sync::Arc<skelaff_locality::SampleBoard>>,
 }
 
 impl<S: Skeleton> RunState<'_, S> {
@@ -105,7 +107,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
     let mut user = state.skeleton.init_worker(state.shared, &info);
     let mut ctx = ProcessCtx::new(info);
     let mut sampler = match state.access_profile {
-        Some(s) => match WorkerSampler::start(s, info.index, page_policy::bind_node(&info)) {
+        Some(s) => match WorkerSampler::start(s, info.index, page_policy::bind_node(&info), state.board.clone()) {
             Ok(w) => Some(w),
             Err(e) => {
                 state.fail(Some(info.index), e);

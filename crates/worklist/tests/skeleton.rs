@@ -426,3 +426,35 @@ fn affinity_scheduling_counts_where_hinted_units_ran() {
         assert_eq!(report.to_json()["affinity"]["hinted"], 400);
     }
 }
+
+#[test]
+fn migration_needs_a_profile_and_reports_its_log() {
+    use skelaff_locality::{Epoch, MigrationRule, Sampling};
+    let total = TVar::new(0);
+    let skel = Hinted { data: vec![1; 1 << 12], node: 0 };
+    let e = Builder::new().migration(Some(MigrationRule::default())).build(&skel, &total).unwrap_err();
+    assert!(e.to_string().contains("access_profile"), "{e}");
+    let counted = MigrationRule { pages_per_epoch: 10, epoch: Epoch::Samples { count: 100 } };
+    let e = Builder::new()
+        .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
+        .migration(Some(counted))
+        .build(&skel, &total)
+        .unwrap_err();
+    assert!(e.to_string().contains("time epoch"), "{e}");
+    let mut wl = Builder::new()
+        .threads(2)
+        .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
+        .migration(Some(MigrationRule::default()))
+        .build(&skel, &total)
+        .unwrap();
+    wl.add_work_units(0..300);
+    let report = wl.run().unwrap();
+    assert_eq!(report.units, 600);
+    let ap = report.access_profile.expect("asked for");
+    let log = ap.migration.expect("the run migrated as it went");
+    // One node here: no page is ever misplaced, so nothing moves.
+    if skelaff_numa_alloc::Topology::get().unwrap().nodes_with_cpus().len() == 1 {
+        assert!(log.moves.is_empty(), "{log:?}");
+    }
+    assert_eq!(ap.attribution_error, None);
+}
