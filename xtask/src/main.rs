@@ -11,8 +11,9 @@
 //!
 //! `--stamp-sweep` runs all five STAMP applications in the locality test on
 //! every guest; by default two run, and only on 4x1 (or on every guest
-//! named with `--topology`); `--only TEST` runs only the test targets whose name
-//! contains TEST (e.g. `--only stamp_locality`).
+//! named with `--topology`), as does NAS CG's locality test; `--only TEST`
+//! runs only the test targets whose name contains TEST (e.g. `--only
+//! stamp_locality`, `--only cg_locality`).
 //!
 //! `cargo xtask stamp-vs-c [build|run|all|table] ...` measures every STAMP
 //! application side by side with STAMP's own C programs, sequential and on
@@ -348,7 +349,8 @@ poweroff -f
     Ok(cpio)
 }
 
-/// Which STAMP applications a guest's locality test runs.
+/// Which STAMP applications a guest's locality test runs (`Off` also
+/// skips NAS CG's locality test, `numa_vm_cg_locality`).
 #[derive(Clone, Copy)]
 enum StampLocality {
     /// None (a default guest other than [`STAMP_LOCALITY_TOPOLOGY`]).

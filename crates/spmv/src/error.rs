@@ -175,6 +175,16 @@ pub enum Error {
     /// MPI could not be set up as the distributed operators need it.
     #[error("MPI: {0}")]
     Mpi(String),
+    /// Trace options that cannot work.
+    #[error("the trace's {what} is {value}; it must be at least {min}")]
+    BadTraceOptions {
+        /// Which option.
+        what: &'static str,
+        /// Its value.
+        value: usize,
+        /// The least allowed.
+        min: usize,
+    },
     /// A NUMA allocation, policy or pinning error.
     #[error(transparent)]
     Numa(#[from] skelaff_numa_alloc::Error),

@@ -15,6 +15,7 @@ pub mod ops;
 pub mod scalar;
 pub mod stream;
 pub mod team;
+pub mod trace;
 
 pub use array::SharedArray;
 pub use engine::{Engine, EngineOptions};

@@ -1,7 +1,8 @@
-//! The NAS Parallel Benchmarks' CG kernel (NPB 3.x), on a [`Team`]: the
-//! classes, the run and its report. The generator is in `generate`
-//! ([`Generator`]), the power method (written once for one machine and for
-//! MPI) in `power`.
+//! The NAS Parallel Benchmarks' CG kernel (NPB 3.x), on a [`Team`](crate::Team): the
+//! classes and the report. The generator is in `generate` ([`Generator`]),
+//! the power method (written once for one machine and for MPI) in `power`,
+//! the benchmark set up and run in `benchmark` ([`NasCg`], [`run`]), and
+//! its traced iteration in `trace` ([`NasCg::trace`]).
 //!
 //! The test matrix is built exactly as NPB builds it, so the official zeta
 //! values verify: the linear congruential generator `randlc` (seed
@@ -19,22 +20,19 @@
 //! Verification: `|zeta - zeta_verify| / zeta_verify <= 1e-10`.
 //! Mop/s: `2 na niter (3 + nonzer (nonzer + 1) + 25 (5 + nonzer (nonzer + 1)) + 3) / t / 10^6`.
 
+mod benchmark;
 mod generate;
 pub(crate) mod power;
+mod trace;
 
 use core::fmt;
-use std::time::Instant;
 
+pub use self::benchmark::{NasCg, run};
 pub use self::generate::{Generator, Randlc, class_matrix, makea};
-use self::power::{PowerVecs, power_method};
 use serde::{Deserialize, Serialize};
 use strum::{Display, EnumString, VariantNames};
 
-use crate::cg::OnTeam;
-use crate::error::{Error, Result};
-use crate::masa::Masa;
-use crate::ops::{CsrSpmv, SpmvOptions, TeamSpmv};
-use crate::team::Team;
+use crate::error::Error;
 
 /// The generator's multiplier, 5^13.
 pub const MULTIPLIER: u64 = 1_220_703_125;
@@ -241,38 +239,6 @@ impl NasReport {
             iterations,
         }
     }
-}
-
-/// Runs NAS CG for `class` on `team` with the matrix and vectors placed and
-/// split by `opts` (see [`CsrSpmv`]; the SpMV input `p` is placed as `x` of
-/// Table 1, the other vectors as `y`).
-///
-/// # Errors
-///
-/// [`Error::TeamMismatch`] if the team does not match `masa`; generation,
-/// allocation and `mbind` errors.
-pub fn run(masa: &Masa, team: &Team, class: Class, opts: SpmvOptions) -> Result<NasReport> {
-    if team.threads() != masa.threads() {
-        return Err(Error::TeamMismatch { expected: masa.threads(), got: team.threads() });
-    }
-    let params = class.params();
-    let start = Instant::now();
-    let op = CsrSpmv::new(masa, &class_matrix(class)?, opts)?;
-    let mut vecs = PowerVecs {
-        p: op.input_vector()?,
-        q: op.output_vector()?,
-        r: op.output_vector()?,
-        z: op.output_vector()?,
-        x: op.output_vector()?,
-    };
-    let init_seconds = start.elapsed().as_secs_f64();
-    let sys = OnTeam(&op);
-    // NPB's untimed warm-up iteration; x is reset to 1 inside the next job.
-    power_method(team, &sys, &mut vecs, &params, 1);
-    let timer = Instant::now();
-    let iterations = power_method(team, &sys, &mut vecs, &params, params.niter);
-    let seconds = timer.elapsed().as_secs_f64();
-    Ok(NasReport::new(class, op.nnz(), team.threads(), (seconds, init_seconds), iterations))
 }
 
 #[cfg(test)]

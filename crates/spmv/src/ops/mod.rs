@@ -299,7 +299,7 @@ pub trait TeamSpmv<T: Scalar = f64>: Sync {
 
 /// Bounds for a pointer array of `dim + 1` entries split like `split`: the
 /// last thread also owns the final pointer.
-fn ptr_bounds(split: &Split) -> Vec<usize> {
+pub(crate) fn ptr_bounds(split: &Split) -> Vec<usize> {
     let mut b = split.bounds().to_vec();
     if let Some(last) = b.last_mut() {
         *last += 1;
