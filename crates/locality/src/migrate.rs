@@ -143,6 +143,42 @@ impl Migrator {
         page_size: u64,
         start: Instant,
     ) -> Result<Migrator> {
+        Migrator::spawn(board, rule, nodes, page_size, start, false)
+    }
+
+    /// Oracle_High applied for real, once, from a first profiling stretch
+    /// of the run: `after` the run's start, the thread takes every sample
+    /// the workers posted so far and moves every misplaced sampled page to
+    /// its dominant accessor's node (all of them, not the hottest few), then
+    /// does nothing more. Accesses after that moment run on the oracle's
+    /// placement of the pages sampled before it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Migrator::start`] ([`Error::Migration`] for a zero `after`).
+    pub fn start_oracle(
+        board: Arc<SampleBoard>,
+        after: Duration,
+        nodes: usize,
+        page_size: u64,
+        start: Instant,
+    ) -> Result<Migrator> {
+        if after.is_zero() {
+            return Err(Error::Migration { reason: "the oracle needs a profiling stretch longer than zero".into() });
+        }
+        let ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        let rule = MigrationRule { pages_per_epoch: usize::MAX, epoch: Epoch::Time { ns } };
+        Migrator::spawn(board, rule, nodes, page_size, start, true)
+    }
+
+    fn spawn(
+        board: Arc<SampleBoard>,
+        rule: MigrationRule,
+        nodes: usize,
+        page_size: u64,
+        start: Instant,
+        once: bool,
+    ) -> Result<Migrator> {
         let Epoch::Time { ns } = rule.epoch else {
             return Err(Error::Migration {
                 reason: "its epoch must be a time (Epoch::Time); sample-count epochs are for modelling".into(),
@@ -153,7 +189,10 @@ impl Migrator {
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("skelaff-migrator".into())
-            .spawn(move || run(&board, rule.pages_per_epoch, epoch, nodes, page_size, start, &flag))
+            .spawn(move || {
+                let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start, once };
+                run(&board, &job, &flag)
+            })
             .map_err(Error::io("spawning the migration thread"))?;
         Ok(Migrator { stop, handle })
     }
@@ -171,15 +210,22 @@ impl Migrator {
     }
 }
 
-fn run(
-    board: &SampleBoard,
+/// What the migration thread does.
+struct Job {
+    /// Pages moved per epoch, at most.
     pages: usize,
     epoch: Duration,
+    /// Nodes of the machine (the largest node number plus one).
     nodes: usize,
     page_size: u64,
+    /// The run's clock.
     start: Instant,
-    stop: &AtomicBool,
-) -> Result<MigrationLog> {
+    /// Stop after the first epoch that had samples (the applied oracle).
+    once: bool,
+}
+
+fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog> {
+    let Job { pages, epoch, nodes, page_size, start, once } = *job;
     let topo = Topology::get().map_err(|source| Error::Numa { what: "reading the topology".into(), source })?;
     let mut log = MigrationLog::default();
     let mut next = Instant::now() + epoch;
@@ -208,6 +254,9 @@ fn run(
             }
         }
         log.work_ns += began.elapsed().as_nanos() as u64;
+        if once {
+            break;
+        }
     }
     log.dropped_samples = board.dropped();
     Ok(log)
@@ -285,6 +334,25 @@ mod tests {
         let log = m.stop().unwrap();
         assert!(log.epochs >= 2, "{log:?}");
         assert_eq!((log.moves.len(), log.failed), (0, 0));
+        drop(v);
+    }
+
+    #[test]
+    fn the_applied_oracle_acts_once_after_its_stretch() {
+        let e = Migrator::start_oracle(SampleBoard::new(1, 1), Duration::ZERO, 1, 4096, Instant::now()).unwrap_err();
+        assert!(e.to_string().contains("longer than zero"), "{e}");
+        let board = SampleBoard::new(1, 16);
+        let m = Migrator::start_oracle(board.clone(), Duration::from_millis(2), 1, 4096, Instant::now()).unwrap();
+        let v = vec![1u8; 1 << 14];
+        board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
+        std::thread::sleep(Duration::from_millis(30));
+        // Later samples are never taken: the thread acted once and ended.
+        board.post(0, v.as_ptr() as u64 / 4096 + 2, 0);
+        std::thread::sleep(Duration::from_millis(10));
+        let log = m.stop().unwrap();
+        assert_eq!(log.epochs, 1, "{log:?}");
+        assert_eq!((log.moves.len(), log.failed), (0, 0), "one node: nothing is misplaced");
+        assert_eq!(board.drain_counts(1).len(), 1, "the sample posted after the oracle acted is still on the board");
         drop(v);
     }
 

@@ -62,6 +62,11 @@ pub struct CommonArgs {
     /// sampled pages move to the node of their dominant accessor).
     #[arg(long)]
     pub migrate: bool,
+    /// With --profile: Oracle_High applied for real after this many
+    /// milliseconds of the parallel run (every misplaced page sampled so far
+    /// moves to its dominant accessor's node at once); 0: never.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub oracle_after_ms: u64,
     /// With --profile: keep at most this many samples per worker (beyond,
     /// every other one is dropped and the period doubles).
     #[arg(long, default_value_t = Sampling::DEFAULT.capacity, value_parser = parse_capacity)]
@@ -92,6 +97,7 @@ impl Default for CommonArgs {
             sample_period: Sampling::DEFAULT.period,
             sample_capacity: Sampling::DEFAULT.capacity,
             migrate: false,
+            oracle_after_ms: 0,
         }
     }
 }
@@ -110,6 +116,7 @@ impl CommonArgs {
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
             .access_profile(self.profile.is_some().then_some(self.sampling()))
             .migration(self.migrate.then(skelaff_locality::MigrationRule::default))
+            .oracle_after((self.oracle_after_ms > 0).then(|| std::time::Duration::from_millis(self.oracle_after_ms)))
     }
 
     /// The sampling `--sample-period` and `--sample-capacity` ask for.

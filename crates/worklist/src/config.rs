@@ -162,6 +162,7 @@ pub struct Builder {
     pub(crate) access_profile: Option<Sampling>,
     pub(crate) affinity: bool,
     pub(crate) migration: Option<skelaff_locality::MigrationRule>,
+    pub(crate) oracle_after: Option<std::time::Duration>,
 }
 
 impl Default for Builder {
@@ -185,6 +186,7 @@ impl Builder {
             access_profile: None,
             affinity: false,
             migration: None,
+            oracle_after: None,
         }
     }
 
@@ -288,6 +290,19 @@ impl Builder {
         self
     }
 
+    /// Oracle_High applied for real from a first profiling stretch of the
+    /// run (default none): `after` the run's start, every misplaced page
+    /// sampled so far moves to its dominant accessor's node at once
+    /// (`mbind` with `MPOL_MF_MOVE`), and the rest of the run runs on that
+    /// placement. Needs an [`access_profile`](Builder::access_profile); the
+    /// moves are in [`AccessProfile::migration`](crate::AccessProfile::migration)
+    /// (one epoch), and the accesses are attributed to the node their page
+    /// had at the time. Not together with [`migration`](Builder::migration).
+    pub fn oracle_after(mut self, after: Option<std::time::Duration>) -> Self {
+        self.oracle_after = after;
+        self
+    }
+
     /// The worklist for `skeleton` over `shared`.
     ///
     /// # Errors
@@ -299,6 +314,15 @@ impl Builder {
         }
         if let Some(s) = self.access_profile {
             skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
+        }
+        if let Some(after) = self.oracle_after {
+            if self.access_profile.is_none() || self.migration.is_some() || after.is_zero() {
+                return Err(Error::Profile(
+                    "the applied oracle needs an access profile (access_profile), a stretch longer than zero, \
+                     and no migration rule beside it"
+                        .into(),
+                ));
+            }
         }
         if let Some(rule) = self.migration {
             if self.access_profile.is_none() {

@@ -149,7 +149,8 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             access_profile: cfg.access_profile,
             samplers: Mutex::new(Vec::new()),
             affinity: cfg.affinity,
-            board: cfg.migration.map(|_| SampleBoard::new(threads, MIGRATION_SLOT)),
+            board: (cfg.migration.is_some() || cfg.oracle_after.is_some())
+                .then(|| SampleBoard::new(threads, MIGRATION_SLOT)),
         };
         if cfg.affinity {
             let mut resolver = Resolver::new(state.page_size);
@@ -163,15 +164,17 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
 
         // Started before the workers, on the run's clock, so move times
         // compare with sample times.
-        let migrator = match (cfg.migration, &state.board) {
-            (Some(rule), Some(board)) => {
-                let nodes = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
-                let m = Migrator::start(board.clone(), rule, nodes, state.page_size as u64, state.start)
-                    .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
-                Some(m)
+        let nodes = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
+        let page_size = state.page_size as u64;
+        let migrator = match (cfg.migration, cfg.oracle_after, &state.board) {
+            (Some(rule), _, Some(board)) => Some(Migrator::start(board.clone(), rule, nodes, page_size, state.start)),
+            (None, Some(after), Some(board)) => {
+                Some(Migrator::start_oracle(board.clone(), after, nodes, page_size, state.start))
             }
             _ => None,
-        };
+        }
+        .transpose()
+        .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
         let start = Instant::now();
         let (results, refused) = std::thread::scope(|scope| {
             // Workers first: a helper exists only for a worker that runs, so

@@ -116,6 +116,11 @@ struct Blocks<'r> {
 struct Homes {
     /// Per unit: (the worker's node, the block's node as the kernel says).
     runs: Mutex<Vec<(Option<usize>, Option<usize>)>>,
+    /// Workers past `init_worker`: every worker waits there for the others,
+    /// so none starts so early (threads start milliseconds apart under
+    /// TCG) that it steals the other nodes' queues empty before their
+    /// workers exist; what the check then sees is the routing.
+    ready: std::sync::atomic::AtomicUsize,
 }
 
 impl Skeleton for Blocks<'_> {
@@ -123,7 +128,13 @@ impl Skeleton for Blocks<'_> {
     type Shared = Homes;
     type PerWorker = ();
 
-    fn init_worker(&self, _: &Homes, _: &WorkerInfo) {}
+    fn init_worker(&self, homes: &Homes, w: &WorkerInfo) {
+        use std::sync::atomic::Ordering;
+        homes.ready.fetch_add(1, Ordering::SeqCst);
+        while homes.ready.load(Ordering::SeqCst) < w.threads {
+            std::thread::yield_now();
+        }
+    }
 
     fn affinity(&self, &b: &usize, _: &Homes) -> Affinity {
         Affinity::of(&self.region.as_slice()[b * self.block])

@@ -457,4 +457,25 @@ fn migration_needs_a_profile_and_reports_its_log() {
         assert!(log.moves.is_empty(), "{log:?}");
     }
     assert_eq!(ap.attribution_error, None);
+
+    // The applied oracle: a profile, a stretch, and no rule beside it.
+    let after = Some(std::time::Duration::from_millis(1));
+    let e = Builder::new().oracle_after(after).build(&skel, &total).unwrap_err();
+    assert!(e.to_string().contains("access profile"), "{e}");
+    let e = Builder::new()
+        .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
+        .migration(Some(MigrationRule::default()))
+        .oracle_after(after)
+        .build(&skel, &total)
+        .unwrap_err();
+    assert!(e.to_string().contains("no migration rule"), "{e}");
+    let mut wl = Builder::new()
+        .threads(2)
+        .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
+        .oracle_after(after)
+        .build(&skel, &total)
+        .unwrap();
+    wl.add_work_units(0..300);
+    let log = wl.run().unwrap().access_profile.expect("asked for").migration.expect("the oracle's log");
+    assert!(log.epochs <= 1, "the oracle acts once: {log:?}");
 }
