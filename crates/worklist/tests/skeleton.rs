@@ -477,5 +477,10 @@ fn migration_needs_a_profile_and_reports_its_log() {
         .unwrap();
     wl.add_work_units(0..300);
     let log = wl.run().unwrap().access_profile.expect("asked for").migration.expect("the oracle's log");
-    assert!(log.epochs <= 1, "the oracle acts once: {log:?}");
+    // Epochs before the first samples arrive count too; it acts at the first
+    // with samples (locality's own test checks it acts only once).
+    assert_eq!(log.failed, 0, "{log:?}");
+    if skelaff_numa_alloc::Topology::get().unwrap().nodes_with_cpus().len() == 1 {
+        assert!(log.moves.is_empty(), "{log:?}");
+    }
 }
