@@ -342,10 +342,16 @@ mod tests {
         let e = Migrator::start_oracle(SampleBoard::new(1, 1), Duration::ZERO, 1, 4096, Instant::now()).unwrap_err();
         assert!(e.to_string().contains("longer than zero"), "{e}");
         let board = SampleBoard::new(1, 16);
-        let m = Migrator::start_oracle(board.clone(), Duration::from_millis(2), 1, 4096, Instant::now()).unwrap();
+        // Posted before the thread starts, so its first epoch has it however
+        // late this thread runs again.
         let v = vec![1u8; 1 << 14];
         board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
-        std::thread::sleep(Duration::from_millis(30));
+        let m = Migrator::start_oracle(board.clone(), Duration::from_millis(2), 1, 4096, Instant::now()).unwrap();
+        // Until the oracle has acted (its epoch emptied the board), or long enough.
+        let waited = Instant::now();
+        while !board.slots[0].lock().is_empty() && waited.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         // Later samples are never taken: the thread acted once and ended.
         board.post(0, v.as_ptr() as u64 / 4096 + 2, 0);
         std::thread::sleep(Duration::from_millis(10));
