@@ -198,6 +198,34 @@ impl Probe {
         ProbeState { phase: self.phase, stretch: self.stretch, paid_stretch: self.paid_stretch }
     }
 
+    /// Units after the one starting now that the probe is sure to keep
+    /// the helper off for, untimed: the rest of an off stretch (0 in any
+    /// other phase).
+    pub(crate) fn certainly_off_after(&self) -> u64 {
+        match self.phase {
+            Phase::Off { left } => left - 1,
+            _ => 0,
+        }
+    }
+
+    /// `n` units finished that were neither timed nor helped (what
+    /// [`unit`](Self::unit) would have been told for each).
+    pub(crate) fn skip(&mut self, mut n: u64) {
+        while n > 0 {
+            match self.phase {
+                // Within the off stretch: one subtraction.
+                Phase::Off { left } if n < left => {
+                    self.phase = Phase::Off { left: left - n };
+                    n = 0;
+                }
+                _ => {
+                    self.unit(None, false);
+                    n -= 1;
+                }
+            }
+        }
+    }
+
     /// Whether the unit about to be handed over goes to the helper.
     pub(crate) fn helper_on(&self) -> bool {
         matches!(self.phase, Phase::On { .. })
@@ -462,6 +490,33 @@ mod tests {
         assert_eq!(t.add(sample(1, 0), None, 0, 1024, 1024).off_for, Some(20));
         assert_eq!(t.switched_off, 2);
         assert_eq!(t.add(sample(50, 25), None, 0, 1024, 1024).off_for, None);
+    }
+
+    #[test]
+    fn an_off_stretch_is_known_ahead_and_skipped_as_its_units_would_be() {
+        let us = |n| Some(Duration::from_micros(n));
+        // Helped 30 µs, unhelped 20 µs: the probe switches the helper off.
+        let drive = |p: &mut Probe| {
+            for _ in 0..4 {
+                p.unit(us(30), true);
+            }
+            for _ in 0..4 {
+                p.unit(us(20), false);
+            }
+        };
+        let mut a = Probe::new(4, 0.02);
+        assert_eq!(a.certainly_off_after(), 0, "on: nothing is certain");
+        drive(&mut a);
+        // Off for one window of 4: the unit starting now and 3 after it.
+        assert_eq!(a.certainly_off_after(), 3);
+        let mut b = a.clone();
+        a.unit(None, false);
+        a.skip(3);
+        for _ in 0..4 {
+            b.unit(None, false);
+        }
+        assert_eq!(a.state(), b.state(), "skip(n) is n untimed, unhelped units");
+        assert!(a.helper_on() && a.measuring() && a.certainly_off_after() == 0);
     }
 
     #[test]
