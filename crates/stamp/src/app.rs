@@ -60,12 +60,12 @@ pub struct CommonArgs {
     /// With --profile: migrate pages as the run goes (the NUCA study's
     /// scheme applied for real: every 10 ms the 10 hottest misplaced
     /// sampled pages move to the node of their dominant accessor).
-    #[arg(long)]
+    #[arg(long, requires = "profile")]
     pub migrate: bool,
     /// With --profile: Oracle_High applied for real after this many
     /// milliseconds of the parallel run (every misplaced page sampled so far
     /// moves to its dominant accessor's node at once); 0: never.
-    #[arg(long, default_value_t = 0, value_name = "MS")]
+    #[arg(long, default_value_t = 0, value_name = "MS", requires = "profile", conflicts_with = "migrate")]
     pub oracle_after_ms: u64,
     /// With --profile: keep at most this many samples per worker (beyond,
     /// every other one is dropped and the period doubles).
