@@ -59,6 +59,9 @@ struct Args {
     /// Also sweep these fixed lifespans on the chase.
     #[arg(long, value_delimiter = ',')]
     lifespans: Vec<u64>,
+    /// Only these STAMP applications (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',')]
+    apps: Vec<String>,
     /// Threads for the STAMP runs (1 leaves a CPU for the helper on a 2-CPU machine).
     #[arg(long, default_value_t = 1)]
     stamp_threads: usize,
@@ -320,7 +323,14 @@ fn idle_figures(args: &Args) -> Value {
 }
 
 fn stamp_figures(args: &Args) -> Result<Value, String> {
-    let apps = skelaff::stamp::registry();
+    let mut apps = skelaff::stamp::registry();
+    if let Some(unknown) = args.apps.iter().find(|a| !apps.iter().any(|e| e.name == a.as_str())) {
+        let known: Vec<_> = apps.iter().map(|e| e.name).collect();
+        return Err(format!("--apps: no application named {unknown:?} (known: {})", known.join(", ")));
+    }
+    if !args.apps.is_empty() {
+        apps.retain(|e| args.apps.iter().any(|a| a == e.name));
+    }
     if apps.is_empty() {
         println!("stamp: no applications are registered in this build");
         return Ok(json!([]));

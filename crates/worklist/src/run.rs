@@ -176,14 +176,17 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         .transpose()
         .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
         let start = Instant::now();
+        let gate = StartGate::default();
         let (results, refused) = std::thread::scope(|scope| {
+            // Opened when dropped, so a panic here cannot leave threads waiting.
+            let opener = Opener(&gate);
             // Workers first: a helper exists only for a worker that runs, so
             // every helper is told to finish.
             let workers: Vec<_> = queues
                 .into_iter()
                 .zip(infos.iter().zip(&channels).zip(&places))
                 .map(|(queue, ((info, channel), place))| {
-                    spawn_worker(scope, &state, *info, queue, assist, channel, place.is_some())
+                    spawn_worker(scope, &state, &gate, *info, queue, assist, channel, place.is_some())
                 })
                 .collect();
             let helpers: Vec<_> = if A::ENABLED {
@@ -198,12 +201,14 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     .filter_map(|(((info, channel), place), _)| {
                         place
                             .filter(|_| assist.start_helper(channel))
-                            .map(|p| spawn_helper(scope, &state, *info, p, assist, channel))
+                            .map(|p| spawn_helper(scope, &state, &gate, *info, p, assist, channel))
                     })
                     .collect()
             } else {
                 Vec::new()
             };
+            // Every thread is created: let them run (a refused one stopped the run).
+            drop(opener);
             let mut refused = None;
             let results: Vec<Option<WorkerReport>> = workers
                 .into_iter()
@@ -337,9 +342,11 @@ fn helper_places<S: Skeleton>(
 }
 
 /// Starts worker `info` on its CPU.
+#[allow(clippy::too_many_arguments)]
 fn spawn_worker<'scope, 'env, S: Skeleton, A: Assist<S>>(
     scope: &'scope Scope<'scope, 'env>,
     state: &'env RunState<'env, S>,
+    gate: &'env StartGate,
     info: WorkerInfo,
     queue: WorkerQueue<S::Unit>,
     assist: &'env A,
@@ -361,6 +368,7 @@ fn spawn_worker<'scope, 'env, S: Skeleton, A: Assist<S>>(
         std::thread::Builder::new().name(format!("skelaff-worker-{}", info.index)).spawn_scoped(scope, move || {
             // Tells the helper to stop on every way out, unwinding included.
             let _finish = Finish { assist, channel };
+            gate.wait();
             match catch_unwind(AssertUnwindSafe(|| worker(state, info, queue, assist, channel, assisted))) {
                 Ok(Ok(report)) => Some(report),
                 Ok(Err(e)) => {
@@ -387,6 +395,7 @@ fn spawn_worker<'scope, 'env, S: Skeleton, A: Assist<S>>(
 fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
     scope: &'scope Scope<'scope, 'env>,
     state: &'env RunState<'env, S>,
+    gate: &'env StartGate,
     info: WorkerInfo,
     place: HelperPlace,
     assist: &'env A,
@@ -395,6 +404,7 @@ fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
     let _born_on = place.cpu.and_then(|c| pin::pinned_while(c).ok());
     let spawned =
         std::thread::Builder::new().name(format!("skelaff-helper-{}", info.index)).spawn_scoped(scope, move || {
+            gate.wait();
             if let Some(cpu) = place.cpu {
                 if let Err(e) = pin::pin_to_cpu(cpu) {
                     state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
@@ -411,6 +421,47 @@ fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
             state.decide(Some(info.index), Decision::HelperNotStarted { error: e.to_string() });
             None
         }
+    }
+}
+
+/// Holds the run's new threads until the spawning thread has created them
+/// all. The spawning thread moves to each new thread's CPU to create it
+/// there (see [`spawn_worker`]); a thread that started at once could take
+/// that CPU from it, and the spawning thread, queued behind it, finished
+/// its next creation (and anything it held meanwhile) only when the
+/// scheduler came back to it. Measured with one worker and its helper on
+/// two CPUs: the worker lost 0.5-1.2 ms of an 11 ms yada run this way,
+/// preempted by the spawning thread at a timer tick, then blocked behind
+/// it (`perf sched timehist`), so that merely starting a helper that never
+/// ran a shadow cost 6-9%.
+#[derive(Debug, Default)]
+struct StartGate {
+    open: Mutex<bool>,
+    opened: parking_lot::Condvar,
+}
+
+impl StartGate {
+    /// Lets every thread waiting (and every later one) through.
+    fn open(&self) {
+        *self.open.lock() = true;
+        self.opened.notify_all();
+    }
+
+    /// Waits until [`open`](Self::open).
+    fn wait(&self) {
+        let mut open = self.open.lock();
+        while !*open {
+            self.opened.wait(&mut open);
+        }
+    }
+}
+
+/// Opens its gate when dropped.
+struct Opener<'a>(&'a StartGate);
+
+impl Drop for Opener<'_> {
+    fn drop(&mut self) {
+        self.0.open();
     }
 }
 
