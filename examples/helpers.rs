@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example helpers -- [--what chase,idle,stamp] [--nodes N] [--hops H]
-//!     [--units U] [--runs R] [--lifespans 16,64,...] [--json]
+//!     [--units U] [--runs R] [--lifespans 16,64,...] [--apps A,B] [--stamp-threads T] [--json]
 //! ```
 //!
 //! - `chase`: units that follow `--hops` links through a random cycle of
@@ -18,12 +18,17 @@
 //!   for most of each unit: the worker's time per unit with helpers off and
 //!   with the idle policies spin-yield-park (default), park at once, and
 //!   spin only, for several unit lengths; plus the helper's CPU time.
-//! - `stamp`: every STAMP application's small input with helpers off and
-//!   on, interleaved, and the helper figures.
+//! - `stamp`: every STAMP application's small input (or those `--apps`
+//!   names) with helpers off, off beside an idle thread parked on the
+//!   helper's CPU (the control), and on, interleaved, and the helper
+//!   figures. `off/on` is what helpers cost or buy; `idle/on` leaves out
+//!   what any parked thread costs the run on this machine.
 //!
 //! Prints tables and, with `--json`, one JSON object as the last line.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -336,61 +341,120 @@ fn stamp_figures(args: &Args) -> Result<Value, String> {
         return Ok(json!([]));
     }
     println!(
-        "{:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>11} {:>11} {:>9}",
-        "app", "off s", "on s", "off/on", "shadowed", "completed", "overtaken", "prefetched", "skipped"
+        "{:>10} {:>10} {:>10} {:>10} {:>9} {:>11} {:>9} {:>10} {:>11} {:>11} {:>9}",
+        "app",
+        "off s",
+        "idle s",
+        "on s",
+        "off/on",
+        "off/idle",
+        "idle/on",
+        "shadowed",
+        "completed",
+        "prefetched",
+        "skipped"
     );
     let mut rows = Vec::new();
     for app in apps {
-        let mut t = [Vec::new(), Vec::new()];
+        let run = |h: Helpers| -> Result<skelaff::stamp::Outcome, String> {
+            let common = skelaff::stamp::CommonArgs { helpers: h, ..Default::default() };
+            let out = (app.run_small)(args.stamp_threads, &common).map_err(|e| format!("{}: {e}", app.name))?;
+            if let Err(e) = &out.check {
+                return Err(format!("{} failed its self-check with helpers {h}: {e}", app.name));
+            }
+            Ok(out)
+        };
+        // One run first (not counted) to learn the helper's CPU: the
+        // control's idle thread parks there.
+        let helper_cpu = run(Helpers::On)?.report.and_then(|r| r.helpers.per_helper.first().and_then(|h| h.place.cpu));
+        // 0: helpers off; 1: helpers off with an idle thread parked on the
+        // helper's CPU (the control); 2: helpers on.
+        let mut t = [Vec::new(), Vec::new(), Vec::new()];
         let mut last = None;
         for round in 0..args.runs {
-            // Off-on, then on-off (ABBA): the second run of a pair tends to
-            // be slower on this machine, and a fixed order charged that to
+            // Forwards, then backwards (ABBA): the later runs of a round tend
+            // to be slower on this machine, and a fixed order charged that to
             // helpers on (0.88-0.92 instead of 0.95-0.96 on yada and vacation).
-            let order = if round % 2 == 0 {
-                [(0, Helpers::Off), (1, Helpers::On)]
-            } else {
-                [(1, Helpers::On), (0, Helpers::Off)]
-            };
-            for (i, h) in order {
-                let common = skelaff::stamp::CommonArgs { helpers: h, ..Default::default() };
-                let out = (app.run_small)(args.stamp_threads, &common).map_err(|e| format!("{}: {e}", app.name))?;
-                if let Err(e) = &out.check {
-                    return Err(format!("{} failed its self-check with helpers {h}: {e}", app.name));
-                }
+            let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+            for i in order {
+                let idle = (i == 1).then(|| IdleThread::start(helper_cpu));
+                let out = run(if i == 2 { Helpers::On } else { Helpers::Off })?;
+                drop(idle);
                 t[i].push(out.time.as_secs_f64());
-                if i == 1 {
+                if i == 2 {
                     last = out.report;
                 }
             }
         }
-        let (off, on) = (median(t[0].clone()), median(t[1].clone()));
-        // The median of each round's own ratio: what one pair run back to
-        // back says, free of drift between rounds.
-        let paired = median(t[0].iter().zip(&t[1]).map(|(a, b)| a / b).collect());
+        let (off, idle, on) = (median(t[0].clone()), median(t[1].clone()), median(t[2].clone()));
+        // The median of each round's own ratio: what runs back to back
+        // say, free of drift between rounds.
+        let paired = |a: usize, b: usize| median(t[a].iter().zip(&t[b]).map(|(x, y)| x / y).collect());
+        let (off_on, off_idle, idle_on) = (paired(0, 2), paired(0, 1), paired(1, 2));
         let r = last.ok_or_else(|| format!("{}: no report", app.name))?;
         let h = helpers_total(&r);
         println!(
-            "{:>10} {off:>10.4} {on:>10.4} {:>8.3}x {:>9} {:>10} {:>11} {:>11} {:>9}",
-            app.name,
-            paired,
-            h.units_shadowed,
-            h.ends.completed,
-            h.ends.overtaken,
-            h.words_prefetched,
-            h.units_skipped_off
+            "{:>10} {off:>10.4} {idle:>10.4} {on:>10.4} {off_on:>8.3}x {off_idle:>10.3}x {idle_on:>8.3}x {:>10} {:>11} {:>11} {:>9}",
+            app.name, h.units_shadowed, h.ends.completed, h.words_prefetched, h.units_skipped_off
         );
         rows.push(json!({
             "app": app.name,
             "threads": args.stamp_threads,
             "off_seconds": off,
+            "idle_thread_seconds": idle,
             "on_seconds": on,
-            "speedup_on_vs_off": paired,
+            "speedup_on_vs_off": off_on,
+            "speedup_idle_thread_vs_off": off_idle,
+            "speedup_on_vs_idle_thread": idle_on,
             "ratio_of_medians": off / on,
             "helper": r.helpers.per_helper.first(),
         }));
     }
     Ok(json!(rows))
+}
+
+/// The control of the STAMP figures: a thread that does nothing but park
+/// on the helper's CPU while a helpers-off run goes on. On the 2-vCPU
+/// build VMs one parked thread in the process costs a 10 ms run about as
+/// much as a helper that never helps, so `idle/on` is the helper's own
+/// cost and `off/idle` that of a parked thread.
+struct IdleThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleThread {
+    fn start(cpu: Option<usize>) -> IdleThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("idle-control".into())
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    // Unpinned, it still parks: the control stays meaningful.
+                    let _ = skelaff::numa::pin::pin_to_cpu(c);
+                }
+                let _ = ready_tx.send(());
+                while !flag.load(Ordering::Acquire) {
+                    std::thread::park();
+                }
+            })
+            .ok();
+        // Started (and parked, or about to) before the run begins.
+        let _ = ready_rx.recv_timeout(Duration::from_secs(1));
+        IdleThread { stop, handle }
+    }
+}
+
+impl Drop for IdleThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
 }
 
 fn main() -> ExitCode {
