@@ -1,7 +1,7 @@
 //! The transactional manager: STAMP's four red-black-tree tables as
-//! [`TMap`]s, reservations and customers as transactional objects.
+//! [`TBTreeMap`]s, reservations and customers as transactional objects.
 
-use skelaff_stm::{TList, TMap, TPtr, TVar, TxError, TxOps, atomically};
+use skelaff_stm::{TBTreeMap, TList, TPtr, TVar, TxError, TxOps, atomically};
 
 use super::check::{Entry, Snapshot};
 use super::client::{Kind, Tables, info_key, info_parts};
@@ -26,8 +26,8 @@ pub(crate) struct Customer {
 /// The travel agency's tables, shared by every client.
 #[derive(Debug, Default)]
 pub(crate) struct Manager {
-    tables: [TMap<u32, TPtr<Reservation>>; 3],
-    customers: TMap<u32, TPtr<Customer>>,
+    tables: [TBTreeMap<u32, TPtr<Reservation>>; 3],
+    customers: TBTreeMap<u32, TPtr<Customer>>,
 }
 
 /// An object behind a pointer read in the running transaction.

@@ -1,8 +1,11 @@
 //! STAMP's **vacation**: a travel agency's database of cars, flights and
 //! rooms, and clients that reserve, cancel and restock.
 //!
-//! The manager keeps four tables, as STAMP does in red-black trees (here
-//! [`TMap`](skelaff_stm::TMap)s): cars, flights and rooms map an id to a
+//! The manager keeps four tables, which STAMP keeps in red-black trees
+//! (here in [`TBTreeMap`](skelaff_stm::TBTreeMap)s, copy-on-write B+trees:
+//! the tables are read far more than they are reshaped, and a lookup in the
+//! red-black tree stalled on a cold node at each of its ~17 levels; the
+//! B+tree reads one link per level of four): cars, flights and rooms map an id to a
 //! reservation entry (units in all, free and used, and a price), and the
 //! customers map an id to the customer's ordered list of reservations. A
 //! client transaction is one of STAMP's three actions, chosen by `-u`:
@@ -173,8 +176,8 @@ pub enum SequentialTables {
     /// per customer: the fastest plain program.
     #[default]
     Std,
-    /// The transactional manager's own code ([`TMap`](skelaff_stm::TMap)
-    /// red-black trees, [`TList`](skelaff_stm::TList) customer lists) run
+    /// The transactional manager's own code ([`TBTreeMap`](skelaff_stm::TBTreeMap)
+    /// tables, [`TList`](skelaff_stm::TList) customer lists) run
     /// through the uninstrumented [`UninstrumentedTx`]: STAMP's sequential build,
     /// whose transactional barriers compile to plain loads and stores.
     Stamp,

@@ -4,13 +4,15 @@
 //! | type | structure | like |
 //! |---|---|---|
 //! | [`TMap`] | ordered map, red-black tree with parent links | STAMP's `rbtree` |
+//! | [`TBTreeMap`] | ordered map, copy-on-write B+tree (16 keys a node) | read-mostly maps |
 //! | [`THashMap`] | hash map, fixed power-of-two bucket array of chains | TinySTM intset `hs` |
 //! | [`TList`] | ordered map, sorted singly linked list | TinySTM intset `ll` |
 //! | [`TQueue`] | FIFO queue, linked, head and tail | STAMP's `queue` |
 //!
 //! Keys are immutable in every node (keys are stored plainly and nodes are
-//! relinked, never rekeyed), so a search reads only the links
-//! transactionally; values that can change live in a [`TVar`].
+//! relinked, never rekeyed; the B+tree copies a node it changes), so a
+//! search reads only the links transactionally; values that can change
+//! live in a [`TVar`].
 //! Nodes are allocated with [`TxOps::alloc`](crate::TxOps::alloc) and freed
 //! with [`TxOps::free`](crate::TxOps::free), so an aborted insert leaves no
 //! garbage and a removed node is reclaimed only when no transaction can
@@ -20,11 +22,13 @@
 //! None of them keeps a size counter: it would make every pair of updates
 //! conflict. `len` walks the structure.
 
+mod btree;
 mod hash;
 mod list;
 mod map;
 mod queue;
 
+pub use btree::TBTreeMap;
 pub use hash::{FxBuildHasher, FxHasher, THashMap};
 pub use list::TList;
 pub use map::TMap;
