@@ -30,6 +30,8 @@ enum Structure {
     Ll,
     /// red-black tree
     Rb,
+    /// B+tree (skelaff's TBTreeMap; std's BTreeSet under the locks)
+    Bt,
     /// skip list
     Sl,
     /// hash set
@@ -54,7 +56,7 @@ enum Backend {
 #[derive(Debug, Parser)]
 #[command(name = "intset")]
 struct Args {
-    /// Data structure: ll (sorted list), rb (red-black tree), sl (skip list), hs (hash set).
+    /// Data structure: ll (sorted list), rb (red-black tree), bt (B+tree), sl (skip list), hs (hash set).
     #[arg(short = 'b', long = "structure", value_enum, default_value = "ll")]
     structure: Structure,
     /// Number of elements inserted before the test.
@@ -104,6 +106,10 @@ enum ArgError {
     RangeTooLarge(u64),
     #[error("duration 0 ms: give a positive duration")]
     Duration,
+    #[error(
+        "-b bt is skelaff's TBTreeMap (std's BTreeSet under mutex and rwlock); stm-core and fast-stm have no B+tree here: use -b rb"
+    )]
+    NoBTree,
     #[error(transparent)]
     Config(#[from] stm::ConfigError),
 }
@@ -117,6 +123,9 @@ struct Params {
 
 impl Args {
     fn check(&self) -> Result<Params, ArgError> {
+        if self.structure == Structure::Bt && matches!(self.backend, Backend::StmCore | Backend::FastStm) {
+            return Err(ArgError::NoBTree);
+        }
         if self.threads == 0 || self.threads > stm::MAX_THREADS {
             return Err(ArgError::Threads(self.threads));
         }
@@ -202,6 +211,7 @@ macro_rules! skelaff_set {
 skelaff_set!(stm::TList<u64, ()>, |_: &stm::TList<u64, ()>| Ok(()));
 skelaff_set!(stm::THashMap<u64, (), KnuthBuild>, |_: &stm::THashMap<u64, (), KnuthBuild>| Ok(()));
 skelaff_set!(stm::TMap<u64, ()>, |m: &stm::TMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
+skelaff_set!(stm::TBTreeMap<u64, ()>, |m: &stm::TBTreeMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
 
 /// TinySTM's hash: Knuth's multiplicative hash of the low 32 bits.
 #[derive(Default, Clone, Copy)]
@@ -431,6 +441,7 @@ fn make(structure: Structure, backend: Backend, p: &Params) -> Box<dyn IntSet + 
     match (backend, structure) {
         (Backend::Skelaff, Structure::Ll) => Box::new(Skelaff { set: stm::TList::<u64, ()>::new(), cfg }),
         (Backend::Skelaff, Structure::Rb) => Box::new(Skelaff { set: stm::TMap::<u64, ()>::new(), cfg }),
+        (Backend::Skelaff, Structure::Bt) => Box::new(Skelaff { set: stm::TBTreeMap::<u64, ()>::new(), cfg }),
         (Backend::Skelaff, Structure::Hs) => Box::new(Skelaff {
             set: stm::THashMap::with_buckets_and_hasher(arena::HASH_BUCKETS, KnuthBuild::default()),
             cfg,
@@ -450,7 +461,8 @@ fn make(structure: Structure, backend: Backend, p: &Params) -> Box<dyn IntSet + 
 fn words<S: WordStm>(stm: S, structure: Structure, range: u64) -> Box<dyn IntSet + Send> {
     match structure {
         Structure::Ll => Box::new(OnWords { stm, set: List::new(range) }),
-        Structure::Rb => Box::new(OnWords { stm, set: RbTree::new() }),
+        // `Args::check` refuses bt for these backends.
+        Structure::Rb | Structure::Bt => Box::new(OnWords { stm, set: RbTree::new() }),
         Structure::Sl => Box::new(OnWords { stm, set: SkipList::new(range) }),
         Structure::Hs => Box::new(OnWords { stm, set: Hash::new(range) }),
     }
