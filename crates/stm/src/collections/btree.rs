@@ -137,11 +137,12 @@ where
         Ok(None)
     }
 
-    /// The value in slot `i` of leaf `p`.
-    fn value(&mut self, p: P<K, V>, i: usize) -> Result<V, TxError> {
+    /// The value in slot `i` of leaf `p` (`None` for anything else, which
+    /// `find` never returns).
+    fn value(&mut self, p: P<K, V>, i: usize) -> Result<Option<V>, TxError> {
         match Self::n(p) {
-            BNode::Leaf { vals, .. } => self.tx.read(&vals[i]),
-            BNode::Inner { .. } => unreachable!("find returns leaves only"),
+            BNode::Leaf { len, vals, .. } if i < *len => Ok(Some(self.tx.read(&vals[i])?)),
+            _ => Ok(None),
         }
     }
 
@@ -395,7 +396,7 @@ where
     pub fn get<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         let mut bt = self.bt(tx);
         match bt.find(&self.root, k)? {
-            Some((p, i)) => Ok(Some(bt.value(p, i)?)),
+            Some((p, i)) => bt.value(p, i),
             None => Ok(None),
         }
     }
