@@ -429,11 +429,11 @@ fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
 /// there (see [`spawn_worker`]); a thread that started at once could take
 /// that CPU from it, and the spawning thread, queued behind it, finished
 /// its next creation (and anything it held meanwhile) only when the
-/// scheduler came back to it. Measured with one worker and its helper on
-/// two CPUs: the worker lost 0.5-1.2 ms of an 11 ms yada run this way,
-/// preempted by the spawning thread at a timer tick, then blocked behind
-/// it (`perf sched timehist`), so that merely starting a helper that never
-/// ran a shadow cost 6-9%.
+/// scheduler came back to it. With one worker and its helper on two CPUs,
+/// `perf sched timehist` showed the worker losing 0.5-1.2 ms of an 11 ms
+/// yada run this way; with the gate, 0.03-0.4 ms. (The helpers-on slowdown
+/// of such short runs did not change with it: on the build VM any parked
+/// thread in the process costs them as much; see `examples/helpers`.)
 #[derive(Debug, Default)]
 struct StartGate {
     open: Mutex<bool>,
