@@ -356,8 +356,12 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     cmp.notes.push(format!("{cpus} CPUs; load average before: {}", load_average()));
     let timeout = Duration::from_secs(r.timeout);
+    // Per workload, the first result reported and who reported it; every
+    // later run must report the same.
+    let mut results: Vec<Option<(u64, String)>> = vec![None; chosen.len()];
+    let mut disagreements = Vec::new();
     for round in 0..r.rounds {
-        for (w, input) in chosen.iter().zip(&inputs) {
+        for ((w, input), first) in chosen.iter().zip(&inputs).zip(&mut results) {
             for &cfg in &configs {
                 let cmd = command(w, cfg, input.as_deref(), &c, &bin);
                 let (ok, stdout) = execute(cmd, timeout)?;
@@ -366,6 +370,16 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
                     Side::Skelaff => parse::skelaff_output(w.app, &stdout, ok),
                 }?;
                 let label = cfg.threads.map_or("seq".to_owned(), |t| format!("t{t}"));
+                if let Some(value) = got.result {
+                    let who = format!("{} {label} (round {})", cfg.side, round + 1);
+                    match first {
+                        None => *first = Some((value, who)),
+                        Some((v, by)) if *v != value => {
+                            disagreements.push(format!("{}: {who} reported {value}, {by} reported {v}", w.name));
+                        }
+                        Some(_) => {}
+                    }
+                }
                 eprintln!(
                     "stamp-vs-c: round {}/{} {} {} {label}: {:.4} s{}",
                     round + 1,
@@ -386,6 +400,14 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
             }
         }
     }
+    for (w, first) in chosen.iter().zip(&results) {
+        if let (Some((value, _)), Some((c_line, _))) = (first, workloads::result_keys(w.app)) {
+            if !disagreements.iter().any(|d| d.starts_with(&format!("{}:", w.name))) {
+                cmp.notes.push(format!("{}: every run of both sides reported {c_line} = {value}", w.name));
+            }
+        }
+    }
+    cmp.notes.extend(disagreements.iter().map(|d| format!("RESULTS DIFFER: {d}")));
     cmp.notes.push(format!("load average after: {}", load_average()));
     print!("{cmp}");
     let json = serde_json::to_string(&cmp).map_err(|e| e.to_string())?;
@@ -397,6 +419,9 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
     }
     if cmp.samples.iter().any(|s| !s.check_passed) {
         return Err("a self-check failed (see CHECK FAILED above)".into());
+    }
+    if !disagreements.is_empty() {
+        return Err(format!("the two sides' results differ: {}", disagreements.join("; ")));
     }
     Ok(cmp)
 }

@@ -2,7 +2,7 @@
 //! line that shows its check passed; the JSON line skelaff's examples end
 //! with.
 
-use super::workloads::c_check_line;
+use super::workloads::{c_check_line, result_keys};
 
 /// What one run reported.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,6 +11,9 @@ pub(crate) struct Reported {
     pub(crate) seconds: f64,
     /// Whether its self-check passed.
     pub(crate) check_passed: bool,
+    /// The result both sides must agree on ([`result_keys`]), if the
+    /// application has one.
+    pub(crate) result: Option<u64>,
 }
 
 /// The time a STAMP program prints: the number after `=` or `:` on its
@@ -33,7 +36,19 @@ pub(crate) fn c_output(app: &str, stdout: &str, exited_ok: bool) -> Result<Repor
         return Err(format!("{app}: time `{value}` is not a duration"));
     }
     let check_line = c_check_line(app).is_none_or(|want| stdout.lines().any(|l| l.trim_start().starts_with(want)));
-    Ok(Reported { seconds, check_passed: exited_ok && check_line })
+    let result = match result_keys(app) {
+        None => None,
+        Some((prefix, _)) => {
+            let line = stdout
+                .lines()
+                .map(str::trim_start)
+                .find(|l| l.starts_with(prefix))
+                .ok_or_else(|| format!("{app}: no `{prefix}` line in its output"))?;
+            let value = line.split_once('=').map_or("", |(_, v)| v.trim());
+            Some(value.parse().map_err(|_| format!("{app}: `{value}` on the line `{line}` is not a count"))?)
+        }
+    };
+    Ok(Reported { seconds, check_passed: exited_ok && check_line, result })
 }
 
 /// The last line of a skelaff example's output with `--json`: its
@@ -44,7 +59,14 @@ pub(crate) fn skelaff_output(app: &str, stdout: &str, exited_ok: bool) -> Result
         serde_json::from_str(last).map_err(|e| format!("{app}: the last line is not JSON ({e}): `{last}`"))?;
     let seconds = v["time_seconds"].as_f64().ok_or_else(|| format!("{app}: no `time_seconds` number in `{last}`"))?;
     let passed = v["check_passed"].as_bool().ok_or_else(|| format!("{app}: no `check_passed` flag in `{last}`"))?;
-    Ok(Reported { seconds, check_passed: exited_ok && passed })
+    let result = match result_keys(app) {
+        None => None,
+        Some((_, key)) => {
+            let value = v.pointer(key).and_then(serde_json::Value::as_u64);
+            Some(value.ok_or_else(|| format!("{app}: no `{key}` count in `{last}`"))?)
+        }
+    };
+    Ok(Reported { seconds, check_passed: exited_ok && passed, result })
 }
 
 #[cfg(test)]
@@ -55,14 +77,22 @@ mod tests {
     fn reads_each_stamp_programs_time_and_check() {
         let vacation =
             "Initializing manager... done.\nRunning clients... done.\nTime = 0.123456\nChecking tables... done.\n";
-        assert_eq!(c_output("vacation", vacation, true), Ok(Reported { seconds: 0.123456, check_passed: true }));
+        assert_eq!(
+            c_output("vacation", vacation, true),
+            Ok(Reported { seconds: 0.123456, check_passed: true, result: None })
+        );
         let kmeans = "Reading input... \nTime: 2.5 seconds\n";
         assert_eq!(c_output("kmeans", kmeans, true).unwrap().seconds, 2.5);
         let yada = "Starting triangulation... done.\nElapsed time                    = 0.032\nFinal mesh size = 2678\n\
                     Final mesh is valid.\n";
-        assert_eq!(c_output("yada", yada, true), Ok(Reported { seconds: 0.032, check_passed: true }));
+        assert_eq!(c_output("yada", yada, true), Ok(Reported { seconds: 0.032, check_passed: true, result: None }));
         let intruder = "Elapsed time    = 1.500000 seconds\nNum found       = 123\n";
-        assert!(c_output("intruder", intruder, true).unwrap().check_passed);
+        assert_eq!(
+            c_output("intruder", intruder, true),
+            Ok(Reported { seconds: 1.5, check_passed: true, result: Some(123) })
+        );
+        assert!(c_output("intruder", "Elapsed time = 1.5\n", true).unwrap_err().contains("no `Num found`"));
+        assert!(c_output("intruder", "Elapsed time = 1.5\nNum found = x\n", true).unwrap_err().contains("not a count"));
         // A failed assert: the process did not exit with 0.
         assert!(!c_output("intruder", intruder, false).unwrap().check_passed);
         // The check line is missing: genome printed `no`.
@@ -75,7 +105,14 @@ mod tests {
     #[test]
     fn reads_skelaffs_json_line() {
         let out = "yada: time 0.3 s\n{\"app\":\"yada\",\"time_seconds\":0.25,\"check_passed\":true}\n\n";
-        assert_eq!(skelaff_output("yada", out, true), Ok(Reported { seconds: 0.25, check_passed: true }));
+        assert_eq!(skelaff_output("yada", out, true), Ok(Reported { seconds: 0.25, check_passed: true, result: None }));
+        let intruder = "{\"time_seconds\":0.5,\"check_passed\":true,\"figures\":{\"flagged\":123}}";
+        assert_eq!(skelaff_output("intruder", intruder, true).unwrap().result, Some(123));
+        assert!(
+            skelaff_output("intruder", "{\"time_seconds\":0.5,\"check_passed\":true}", true)
+                .unwrap_err()
+                .contains("no `/figures/flagged` count")
+        );
         let failed = "{\"time_seconds\":0.25,\"check_passed\":false}";
         assert!(!skelaff_output("yada", failed, false).unwrap().check_passed);
         assert!(skelaff_output("yada", "yada: time 0.3 s\n", true).unwrap_err().contains("not JSON"));

@@ -21,13 +21,12 @@
 //! flows is a function of the input alone, so it is the same for every
 //! policy, distribution and thread count.
 //!
-//! The generator draws from `fastrand` rather than STAMP's Mersenne
-//! twister, so the flows for a given seed differ from STAMP's; their shape
-//! (counts, lengths, fragment counts, attack share) is the same. (STAMP's
-//! `stream_generate` interleaves its draws for the attack choice, the
-//! dictionary word, the random payloads, the fragment lengths and a
-//! packet shuffle of its own; reproducing that order is left for later,
-//! as are its dictionary's exact words.)
+//! The generator is STAMP's: its Mersenne twister (MT19937) seeded as
+//! STAMP seeds it, its dictionary, and its draws in its order (attack or
+//! not, the word or the payload, the packet count, then its own shuffle).
+//! The same `-a -l -n -s` therefore give the C program's packets in the
+//! C program's order, and the number of attack flows matches the
+//! `Num attack` and `Num found` STAMP prints.
 
 mod detector;
 mod pipeline;

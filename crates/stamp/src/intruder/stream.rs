@@ -1,5 +1,6 @@
-//! The network stream: flows generated as STAMP's `stream_generate` does,
-//! split into packets, shuffled.
+//! The network stream: flows generated, split into packets and shuffled
+//! exactly as STAMP's `stream_generate` does, so the same flags give the
+//! same packets in the same order as the C program.
 
 use super::detector::SIGNATURES;
 
@@ -104,6 +105,11 @@ impl Stream {
     /// shuffles all packets, every choice drawn from one generator seeded
     /// with `seed` (STAMP's `-a -n -l -s`).
     ///
+    /// The generator is STAMP's (MT19937, seeded as its `random_seed`
+    /// seeds) and the draws come in its order, so the flows, their packets
+    /// and the arrival order are the C program's. Flows are numbered from 0
+    /// here and from 1 in STAMP.
+    ///
     /// # Errors
     ///
     /// [`StreamError`] for a percentage over 100, a zero or too large
@@ -139,7 +145,10 @@ impl Stream {
         if worst > MAX_BYTES {
             return Err(StreamError::TooLarge { flows, length: max_length, bytes: worst, max: MAX_BYTES });
         }
-        let mut rng = fastrand::Rng::with_seed(seed);
+        // STAMP's `random_seed` keeps the low 32 bits of the seed
+        // (`init_genrand` masks it), and so does this.
+        let mut rng = rand_mt::Mt::new(seed as u32);
+        let mut draw = |n: u32| rng.next_u32() % n;
         let expected = u64::from(flows) * (u64::from(max_length) + 1) / 2;
         let mut s = Stream {
             packets: Vec::with_capacity(expected as usize),
@@ -148,15 +157,18 @@ impl Stream {
             attack: Vec::with_capacity(flows as usize),
             injected: 0,
         };
+        let printable = u32::from(b'~' - b' ') + 1;
         for flow in 0..flows {
+            // The draws in STAMP's order: attack or not, then the word or
+            // the length and each byte, then the packet count.
             let start = s.bytes.len();
-            let attack = if rng.u32(0..100) < percent_attack {
-                s.bytes.extend_from_slice(SIGNATURES[rng.usize(..SIGNATURES.len())].as_bytes());
+            let attack = if draw(100) < percent_attack {
+                s.bytes.extend_from_slice(SIGNATURES[draw(SIGNATURES.len() as u32) as usize].as_bytes());
                 s.injected += 1;
                 true
             } else {
-                let len = rng.u32(1..=max_length);
-                s.bytes.extend((0..len).map(|_| rng.u8(b' '..=b'~')));
+                let len = draw(max_length) + 1;
+                s.bytes.extend((0..len).map(|_| b' ' + draw(printable) as u8));
                 // Ground truth by a different route than the detector's own
                 // matcher: std's substring search on the lower-cased text.
                 let text = String::from_utf8_lossy(&s.bytes[start..]).to_ascii_lowercase();
@@ -165,7 +177,7 @@ impl Stream {
             let len = (s.bytes.len() - start) as u32;
             s.payloads.push((start as u32, len));
             s.attack.push(attack);
-            let n = rng.u32(0..len) + 1;
+            let n = draw(len) + 1;
             let base = len / n;
             for i in 0..n {
                 let extra = if i + 1 == n { len % n } else { 0 };
@@ -178,7 +190,17 @@ impl Stream {
                 });
             }
         }
-        rng.shuffle(&mut s.packets);
+        // STAMP's `queue_shuffle`: as many swaps as packets, each of two
+        // positions drawn independently (not a Fisher-Yates shuffle).
+        // (The count fits: there are no more packets than payload bytes.)
+        let count = s.packets.len();
+        if let Ok(n) = u32::try_from(count) {
+            for _ in 0..count {
+                let a = draw(n) as usize;
+                let b = draw(n) as usize;
+                s.packets.swap(a, b);
+            }
+        }
         Ok(s)
     }
 
@@ -230,6 +252,44 @@ mod tests {
             assert_eq!(rebuilt, s.payload(f));
         }
         assert!(s.injected > 0 && s.attacks().len() >= s.injected as usize);
+    }
+
+    /// FNV-1a over each packet in arrival order: STAMP's flow id (from 1),
+    /// fragment, fragment count, length, then its bytes.
+    fn stamp_hash(s: &Stream) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        let mut mix = |v: u64| h = (h ^ v).wrapping_mul(0x100_0000_01b3);
+        for p in &s.packets {
+            for v in [u64::from(p.flow) + 1, p.fragment.into(), p.fragments.into(), p.len.into()] {
+                mix(v);
+            }
+            for &b in s.data(p) {
+                mix(b.into());
+            }
+        }
+        h
+    }
+
+    /// The figures STAMP 0.9.10's own `stream_generate` gives (its
+    /// `stream.c`, `dictionary.c`, `detector.c`, `queue.c`, `random.c` and
+    /// `mt19937ar.c`, compiled with a small driver that pops every packet
+    /// and hashes it as [`stamp_hash`] does): attacks (injected or found),
+    /// packets, the hash, and the first packet as (flow from 1, fragment,
+    /// count, data).
+    #[test]
+    fn the_stream_is_stamps() {
+        let cases = [
+            ((10, 20, 100, 0), 8, 637, 0xe050_9c8c_7d05_5a7f, (16, 2, 18, &b"N"[..])),
+            ((10, 4, 2048, 1), 174, 3753, 0xbb9f_0302_8b87_17e1, (753, 1, 3, &b"a"[..])),
+        ];
+        for ((a, l, n, seed), attacks, packets, hash, first) in cases {
+            let s = Stream::generate(a, l, n, seed).unwrap();
+            assert_eq!(s.attacks().len(), attacks, "-a{a} -l{l} -n{n} -s{seed}");
+            assert_eq!(s.packets.len(), packets, "-a{a} -l{l} -n{n} -s{seed}");
+            let p = s.packets[0];
+            assert_eq!((p.flow + 1, p.fragment, p.fragments, s.data(&p)), first, "-a{a} -l{l} -n{n} -s{seed}");
+            assert_eq!(stamp_hash(&s), hash, "-a{a} -l{l} -n{n} -s{seed}");
+        }
     }
 
     #[test]
