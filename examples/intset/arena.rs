@@ -1,7 +1,8 @@
 //! Integer sets written once over any word STM, for the peers that have no
-//! transactional collections of their own (and the skip list, which skelaff
-//! does not ship): nodes live in an append-only arena and link to each
-//! other by index, each link a transactional variable of the STM under test.
+//! transactional collections of their own (stm-core, fast-stm; skelaff runs
+//! its own, `TSkipMap` among them): nodes live in an append-only arena and
+//! link to each other by index, each link a transactional variable of the
+//! STM under test.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -10,7 +10,13 @@
 //! alternate (unless `-a`): add a random value, and when that add succeeded,
 //! the next update removes that same value. Every operation is one
 //! transaction. At the end the set's size must equal the initial size plus
-//! the successful adds minus the successful removes (exit status 1 if not).
+//! the successful adds minus the successful removes (exit status 1 if not),
+//! and skelaff's ordered maps (`-b rb|bt|sl`) must pass their `verify`.
+//!
+//! On skelaff each structure is one of its collections (`ll` `TList`, `rb`
+//! `TMap`, `bt` `TBTreeMap`, `sl` `TSkipMap`, `hs` `THashMap`); on stm-core
+//! and fast-stm the same shapes are written once over their TVars in
+//! `arena.rs` (no `bt`); under the locks, std's collections.
 
 mod arena;
 
@@ -22,7 +28,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 
 use arena::{Hash, List, RbTree, SkipList, TxSet, WordStm};
-use skelaff::stm::{self, Config, ContentionManager, Stats, TxError, TxOps};
+use skelaff::stm::{self, Config, ContentionManager, Stats};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Structure {
@@ -32,7 +38,7 @@ enum Structure {
     Rb,
     /// B+tree (skelaff's TBTreeMap; std's BTreeSet under the locks)
     Bt,
-    /// skip list
+    /// skip list (skelaff's TSkipMap; the arena skip list on stm-core and fast-stm; std's BTreeSet under the locks)
     Sl,
     /// hash set
     Hs,
@@ -40,7 +46,7 @@ enum Structure {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Backend {
-    /// skelaff-stm (its TList / TMap / THashMap; the arena skip list for sl)
+    /// skelaff-stm (its TList / TMap / TBTreeMap / TSkipMap / THashMap)
     Skelaff,
     /// a parking_lot Mutex around a std collection
     Mutex,
@@ -212,6 +218,7 @@ skelaff_set!(stm::TList<u64, ()>, |_: &stm::TList<u64, ()>| Ok(()));
 skelaff_set!(stm::THashMap<u64, (), KnuthBuild>, |_: &stm::THashMap<u64, (), KnuthBuild>| Ok(()));
 skelaff_set!(stm::TMap<u64, ()>, |m: &stm::TMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
 skelaff_set!(stm::TBTreeMap<u64, ()>, |m: &stm::TBTreeMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
+skelaff_set!(stm::TSkipMap<u64, ()>, |m: &stm::TSkipMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
 
 /// TinySTM's hash: Knuth's multiplicative hash of the low 32 bits.
 #[derive(Default, Clone, Copy)]
@@ -230,33 +237,6 @@ impl std::hash::Hasher for KnuthHasher {
 }
 
 type KnuthBuild = std::hash::BuildHasherDefault<KnuthHasher>;
-
-/// skelaff as a [`WordStm`] (for the arena skip list).
-struct SkelaffWords(Config);
-
-impl WordStm for SkelaffWords {
-    type Tx = stm::Tx;
-    type Err = TxError;
-    type Var = stm::TVar<u64>;
-    fn var(x: u64) -> Self::Var {
-        stm::TVar::new(x)
-    }
-    #[inline(always)]
-    fn read(tx: &mut stm::Tx, v: &Self::Var) -> Result<u64, TxError> {
-        tx.read(v)
-    }
-    #[inline(always)]
-    fn write(tx: &mut stm::Tx, v: &Self::Var, x: u64) -> Result<(), TxError> {
-        tx.write(v, x)
-    }
-    fn restart() -> TxError {
-        TxError::Conflict(stm::AbortReason::ValidateOnRead)
-    }
-    #[inline(always)]
-    fn atomically<R>(&self, f: impl Fn(&mut stm::Tx) -> Result<R, TxError>) -> R {
-        stm::atomically_with(&self.0, f)
-    }
-}
 
 // ---- peers --------------------------------------------------------------
 
@@ -446,7 +426,7 @@ fn make(structure: Structure, backend: Backend, p: &Params) -> Box<dyn IntSet + 
             set: stm::THashMap::with_buckets_and_hasher(arena::HASH_BUCKETS, KnuthBuild::default()),
             cfg,
         }),
-        (Backend::Skelaff, Structure::Sl) => Box::new(OnWords { stm: SkelaffWords(cfg), set: SkipList::new(r) }),
+        (Backend::Skelaff, Structure::Sl) => Box::new(Skelaff { set: stm::TSkipMap::<u64, ()>::new(), cfg }),
         (Backend::Mutex, Structure::Ll) => Box::new(Locked(parking_lot::Mutex::new(SortedList::default()))),
         (Backend::Mutex, Structure::Hs) => Box::new(Locked(parking_lot::Mutex::new(HashSet::<u64>::new()))),
         (Backend::Mutex, _) => Box::new(Locked(parking_lot::Mutex::new(BTreeSet::<u64>::new()))),

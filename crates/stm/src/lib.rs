@@ -23,7 +23,7 @@ mod txops;
 mod word;
 
 pub use assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle, assist_pairing};
-pub use collections::{TBTreeMap, THashMap, TList, TMap, TQueue};
+pub use collections::{TBTreeMap, THashMap, TList, TMap, TQueue, TSkipMap};
 pub use config::{Config, ContentionManager};
 pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
 pub use erased::ErasedBox;

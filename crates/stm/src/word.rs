@@ -217,6 +217,14 @@ impl<T> TPtr<T> {
         self.ptr.as_ptr()
     }
 
+    /// The same address as a pointer to a `U` (no check that a `U` lives
+    /// there: dereferencing it is as unsafe as ever). For objects viewed
+    /// through a common prefix, as the skip list's nodes of every level are.
+    #[inline(always)]
+    pub(crate) fn cast<U>(self) -> TPtr<U> {
+        TPtr { ptr: self.ptr.cast(), _owns: PhantomData }
+    }
+
     /// A shared reference to the object.
     ///
     /// # Safety

@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use proptest::prelude::*;
-use skelaff_stm::{THashMap, TList, TMap, TQueue, TxError, TxOps, atomically, try_atomically};
+use skelaff_stm::{THashMap, TList, TMap, TQueue, TSkipMap, TxError, TxOps, atomically, try_atomically};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -45,11 +45,35 @@ trait MapUnderTest {
     fn remove(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError>;
     fn get(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError>;
     fn sorted(&self) -> Vec<(u16, u32)>;
-    fn check(&self) {}
+    fn check(&self);
 }
 
 macro_rules! map_under_test {
+    // Unordered (or without `verify`): the entries sorted here.
     ($t:ty) => {
+        map_under_test!(
+            $t,
+            |m: &$t| {
+                let mut v = atomically(|tx| m.to_vec(tx));
+                v.sort_unstable();
+                assert_eq!(v.len(), atomically(|tx| m.len(tx)));
+                v
+            },
+            |_: &$t| {}
+        );
+    };
+    // An ordered map: the entries in the order it gives them, and its
+    // invariants, size and first entry checked.
+    ($t:ty, ordered) => {
+        map_under_test!($t, |m: &$t| atomically(|tx| m.to_vec(tx)), |m: &$t| {
+            let sorted = atomically(|tx| m.to_vec(tx));
+            let r = atomically(|tx| m.verify(tx));
+            assert_eq!(r, Ok(sorted.len()), "{} invariant broken", stringify!($t));
+            assert_eq!(atomically(|tx| m.len(tx)), sorted.len());
+            assert_eq!(atomically(|tx| m.first(tx)), sorted.first().copied());
+        });
+    };
+    ($t:ty, $sorted:expr, $check:expr) => {
         impl MapUnderTest for $t {
             fn insert(&self, tx: &mut skelaff_stm::Tx, k: u16, v: u32) -> Result<Option<u32>, TxError> {
                 <$t>::insert(self, tx, k, v)
@@ -60,11 +84,13 @@ macro_rules! map_under_test {
             fn get(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError> {
                 <$t>::get(self, tx, &k)
             }
+            #[allow(clippy::redundant_closure_call)]
             fn sorted(&self) -> Vec<(u16, u32)> {
-                let mut v = atomically(|tx| self.to_vec(tx));
-                v.sort_unstable();
-                assert_eq!(v.len(), atomically(|tx| self.len(tx)));
-                v
+                ($sorted)(self)
+            }
+            #[allow(clippy::redundant_closure_call)]
+            fn check(&self) {
+                ($check)(self)
             }
         }
     };
@@ -72,30 +98,8 @@ macro_rules! map_under_test {
 
 map_under_test!(TList<u16, u32>);
 map_under_test!(THashMap<u16, u32>);
-
-impl MapUnderTest for TMap<u16, u32> {
-    fn insert(&self, tx: &mut skelaff_stm::Tx, k: u16, v: u32) -> Result<Option<u32>, TxError> {
-        TMap::insert(self, tx, k, v)
-    }
-    fn remove(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError> {
-        TMap::remove(self, tx, &k)
-    }
-    fn get(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError> {
-        TMap::get(self, tx, &k)
-    }
-    fn sorted(&self) -> Vec<(u16, u32)> {
-        atomically(|tx| self.to_vec(tx))
-    }
-    fn check(&self) {
-        let r = atomically(|tx| self.verify(tx));
-        assert!(r.is_ok(), "red-black invariant broken: {r:?}");
-        let n = r.unwrap_or(0);
-        assert_eq!(n, atomically(|tx| self.len(tx)));
-        if let Some((k, _)) = atomically(|tx| self.first(tx)) {
-            assert_eq!(Some(k), self.sorted().first().map(|e| e.0));
-        }
-    }
-}
+map_under_test!(TMap<u16, u32>, ordered);
+map_under_test!(TSkipMap<u16, u32>, ordered);
 
 fn against_btreemap(m: &impl MapUnderTest, batches: Vec<(Vec<Op>, bool)>) -> Result<(), TestCaseError> {
     let mut model = BTreeMap::new();
@@ -150,6 +154,16 @@ proptest! {
     #[test]
     fn tlist_matches_btreemap(b in batches(64)) {
         against_btreemap(&TList::<u16, u32>::new(), b)?;
+    }
+
+    #[test]
+    fn tskipmap_matches_btreemap(b in batches(64)) {
+        against_btreemap(&TSkipMap::<u16, u32>::new(), b)?;
+    }
+
+    #[test]
+    fn tskipmap_matches_btreemap_many_keys(b in batches(1024)) {
+        against_btreemap(&TSkipMap::<u16, u32>::new(), b)?;
     }
 
     #[test]
@@ -260,6 +274,11 @@ fn tmap_concurrent_stress() {
 #[test]
 fn tlist_concurrent_stress() {
     stress_map(&TList::<u16, u32>::new());
+}
+
+#[test]
+fn tskipmap_concurrent_stress() {
+    stress_map(&TSkipMap::<u16, u32>::new());
 }
 
 #[test]

@@ -522,70 +522,18 @@ impl<K, V> fmt::Debug for TBTreeMap<K, V> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::atomically;
-    use std::collections::BTreeMap;
+    use super::TBTreeMap;
+    use crate::collections::ordered_tests::{agrees_with_std, stays_whole_under_threads};
 
     #[test]
     fn agrees_with_std_under_random_inserts_and_removes() {
-        // A deterministic xorshift drives inserts, replaces and removes over a
-        // key range small enough to hit every case (splits at every level,
-        // empty leaves, removal of absent keys).
-        let m: TBTreeMap<u32, u64> = TBTreeMap::new();
-        let mut model = BTreeMap::new();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for round in 0..20_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let k = (x % 3000) as u32;
-            let op = (x >> 32) % 10;
-            if op < 6 {
-                let got = atomically(|tx| m.insert(tx, k, round));
-                assert_eq!(got, model.insert(k, round), "insert {k}");
-            } else if op < 9 {
-                let got = atomically(|tx| m.remove(tx, &k));
-                assert_eq!(got, model.remove(&k), "remove {k}");
-            } else {
-                assert_eq!(atomically(|tx| m.get(tx, &k)), model.get(&k).copied(), "get {k}");
-            }
-            if round % 2000 == 0 {
-                assert_eq!(atomically(|tx| m.verify(tx)), Ok(model.len()));
-            }
-        }
-        assert_eq!(atomically(|tx| m.verify(tx)), Ok(model.len()));
-        assert_eq!(atomically(|tx| m.to_vec(tx)), model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
-        assert_eq!(atomically(|tx| m.first(tx)), model.iter().next().map(|(k, v)| (*k, *v)));
-        // Emptied: every key removed, the walk and `first` see nothing.
-        let keys: Vec<u32> = model.keys().copied().collect();
-        atomically(|tx| keys.iter().try_for_each(|k| m.remove(tx, k).map(drop)));
-        assert_eq!(atomically(|tx| m.len(tx)), 0);
-        assert_eq!(atomically(|tx| m.first(tx)), None);
-        assert!(atomically(|tx| m.is_empty(tx)));
-        assert_eq!(atomically(|tx| m.verify(tx)), Ok(0));
+        // 3,000 keys hit every case: splits at every level, empty leaves,
+        // removal of absent keys.
+        agrees_with_std(&TBTreeMap::new());
     }
 
     #[test]
     fn concurrent_inserts_and_removes_keep_the_tree_whole() {
-        let m: TBTreeMap<u64, u64> = TBTreeMap::new();
-        std::thread::scope(|s| {
-            for t in 0..4u64 {
-                let m = &m;
-                s.spawn(move || {
-                    for i in 0..2000u64 {
-                        let k = i * 4 + t;
-                        atomically(|tx| m.insert(tx, k, k));
-                        if i % 3 == 0 {
-                            atomically(|tx| m.remove(tx, &k));
-                        }
-                    }
-                });
-            }
-        });
-        let expect = (0..4u64).map(|_| (0..2000u64).filter(|i| i % 3 != 0).count()).sum::<usize>();
-        assert_eq!(atomically(|tx| m.verify(tx)), Ok(expect));
-        for k in 0..8000u64 {
-            assert_eq!(atomically(|tx| m.get(tx, &k)), ((k / 4) % 3 != 0).then_some(k));
-        }
+        stays_whole_under_threads(&TBTreeMap::new());
     }
 }

@@ -7,6 +7,7 @@
 //! | [`TBTreeMap`] | ordered map, copy-on-write B+tree (16 keys a node) | read-mostly maps |
 //! | [`THashMap`] | hash map, fixed power-of-two bucket array of chains | TinySTM intset `hs` |
 //! | [`TList`] | ordered map, sorted singly linked list | TinySTM intset `ll` |
+//! | [`TSkipMap`] | ordered map, skip list (up to 32 levels, probability 1/2) | TinySTM intset `sl` |
 //! | [`TQueue`] | FIFO queue, linked, head and tail | STAMP's `queue` |
 //!
 //! Keys are immutable in every node (keys are stored plainly and nodes are
@@ -26,13 +27,17 @@ mod btree;
 mod hash;
 mod list;
 mod map;
+#[cfg(test)]
+mod ordered_tests;
 mod queue;
+mod skiplist;
 
 pub use btree::TBTreeMap;
 pub use hash::{FxBuildHasher, FxHasher, THashMap};
 pub use list::TList;
 pub use map::TMap;
 pub use queue::TQueue;
+pub use skiplist::TSkipMap;
 
 use crate::tvar::TVar;
 use crate::word::TPtr;
