@@ -94,13 +94,51 @@ impl CPrograms {
     }
 }
 
+/// TinySTM's Makefile line that leaves epoch-based reclamation out, and
+/// the one that puts it in.
+const NO_EPOCH_GC: &str = "DEFINES += -UEPOCH_GC";
+const EPOCH_GC: &str = "DEFINES += -DEPOCH_GC";
+
+/// Turns on TinySTM's epoch-based reclamation (`EPOCH_GC`) in the copy's
+/// Makefile. Without it, `stm_free` hands memory back to `free` when the
+/// freeing transaction commits, while a concurrent transaction may still
+/// be reading it: STAMP's yada, which frees mesh elements in transactions,
+/// crashed with a segmentation fault in one of three 2-thread runs on its
+/// standard input. Returns whether the Makefile changed (then everything
+/// built against the old library must be rebuilt).
+fn enable_epoch_gc(tinystm: &Path) -> Result<bool, String> {
+    let makefile = tinystm.join("Makefile");
+    let text = std::fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()))?;
+    if text.lines().any(|l| l.trim() == EPOCH_GC) {
+        return Ok(false);
+    }
+    if !text.lines().any(|l| l.trim() == NO_EPOCH_GC) {
+        return Err(format!(
+            "{}: no `{NO_EPOCH_GC}` line to turn into `{EPOCH_GC}` (is this TinySTM 1.0.x?)",
+            makefile.display()
+        ));
+    }
+    let patched: Vec<&str> = text.lines().map(|l| if l.trim() == NO_EPOCH_GC { EPOCH_GC } else { l }).collect();
+    std::fs::write(&makefile, patched.join("\n") + "\n").map_err(|e| format!("{}: {e}", makefile.display()))?;
+    Ok(true)
+}
+
 /// Builds TinySTM (its default design, as the SkelAff paper configured it:
-/// encounter-time locking, write-back, suicide contention manager) and
-/// STAMP's sequential and STM programs of [`APPS`] under `work`.
+/// encounter-time locking, write-back, suicide contention manager; with
+/// its epoch-based reclamation on, see [`enable_epoch_gc`]) and STAMP's
+/// sequential and STM programs of [`APPS`] under `work`.
 pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms, String> {
     src.validate()?;
     let tinystm = work.join("tinystm");
     copy_once(&src.tinystm, &tinystm)?;
+    let progs = CPrograms::at(work);
+    if enable_epoch_gc(&tinystm)? {
+        run(Command::new("make").arg("clean").current_dir(&tinystm), "cleaning TinySTM")?;
+        // STAMP's Makefiles do not relink a program when the library changes.
+        for app in APPS {
+            let _ = std::fs::remove_file(progs.binary(app, true));
+        }
+    }
     run(Command::new("make").arg("-j2").current_dir(&tinystm), "building TinySTM")?;
     if !tinystm.join("lib/libstm.a").is_file() {
         return Err(format!("building TinySTM made no {}", tinystm.join("lib/libstm.a").display()));
@@ -113,7 +151,6 @@ pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms, String> {
         std::os::unix::fs::symlink(tinystm.join("include"), &link)
             .map_err(|e| format!("linking {}: {e}", link.display()))?;
     }
-    let progs = CPrograms::at(work);
     for (dir, stm) in [(&progs.seq, false), (&progs.stm, true)] {
         for app in APPS {
             for part in ["lib", "common", app] {

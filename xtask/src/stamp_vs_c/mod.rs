@@ -251,8 +251,9 @@ fn command(w: &Workload, cfg: Config, input: Option<&Path>, c: &CPrograms, bin: 
     cmd
 }
 
-/// Runs `cmd` to its end (or `timeout`), returning its exit success and stdout.
-fn execute(mut cmd: Command, timeout: Duration) -> Result<(bool, String), String> {
+/// Runs `cmd` to its end (or `timeout`), returning how it exited and its
+/// stdout.
+fn execute(mut cmd: Command, timeout: Duration) -> Result<(std::process::ExitStatus, String), String> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
@@ -289,7 +290,7 @@ fn execute(mut cmd: Command, timeout: Duration) -> Result<(bool, String), String
     if !status.success() && stdout.trim().is_empty() {
         return Err(format!("{what}: {status}: {}", stderr.trim()));
     }
-    Ok((status.success(), stdout))
+    Ok((status, stdout))
 }
 
 fn load_average() -> String {
@@ -364,12 +365,21 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
         for ((w, input), first) in chosen.iter().zip(&inputs).zip(&mut results) {
             for &cfg in &configs {
                 let cmd = command(w, cfg, input.as_deref(), &c, &bin);
-                let (ok, stdout) = execute(cmd, timeout)?;
+                let (status, stdout) = execute(cmd, timeout)?;
+                let ok = status.success();
+                let label = cfg.threads.map_or("seq".to_owned(), |t| format!("t{t}"));
                 let got = match cfg.side {
                     Side::C => parse::c_output(w.app, &stdout, ok),
                     Side::Skelaff => parse::skelaff_output(w.app, &stdout, ok),
-                }?;
-                let label = cfg.threads.map_or("seq".to_owned(), |t| format!("t{t}"));
+                }
+                .map_err(|e| {
+                    if ok {
+                        e
+                    } else {
+                        // A crash before the program printed its time.
+                        format!("{e}; {} {} {label} ended with {status}", w.name, cfg.side)
+                    }
+                })?;
                 if let Some(value) = got.result {
                     let who = format!("{} {label} (round {})", cfg.side, round + 1);
                     match first {
