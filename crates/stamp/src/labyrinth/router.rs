@@ -26,21 +26,91 @@ impl Default for Costs {
 /// The six directions: +x, -x, +y, -y, +z, -z.
 const DIRECTIONS: usize = 6;
 
-/// Distance of a cell not reached (yet).
-const UNREACHED: u32 = u32::MAX - 1;
-/// Distance of a cell that cannot be entered.
-const BLOCKED: u32 = u32::MAX;
-/// State of a cell of the border around the grid (outside it).
-const BORDER: u64 = u64::MAX;
+/// A cell's state word in the router's scratch grid: the route number
+/// (generation) in its high bits, the distance from the source in its low
+/// `dist` bits. All ones marks a border cell (a generation no route
+/// reaches). Words are `u32` where the distances fit, `u64` otherwise.
+trait StateWord: Copy + Eq {
+    const BORDER: Self;
+    const ZERO: Self;
+    fn get(self) -> u64;
+    /// `v` fits the word (the callers' masks guarantee it).
+    fn make(v: u64) -> Self;
+}
+
+impl StateWord for u32 {
+    const BORDER: u32 = u32::MAX;
+    const ZERO: u32 = 0;
+    #[inline(always)]
+    fn get(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline(always)]
+    fn make(v: u64) -> u32 {
+        v as u32
+    }
+}
+
+impl StateWord for u64 {
+    const BORDER: u64 = u64::MAX;
+    const ZERO: u64 = 0;
+    #[inline(always)]
+    fn get(self) -> u64 {
+        self
+    }
+    #[inline(always)]
+    fn make(v: u64) -> u64 {
+        v
+    }
+}
+
+/// How state words are split for one route: `dist` low bits of distance,
+/// the generation above them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Split {
+    dist: u32,
+}
+
+impl Split {
+    fn mask(self) -> u64 {
+        (1u64 << self.dist) - 1
+    }
+    /// Distance of a cell not reached (yet).
+    fn unreached(self) -> u64 {
+        self.mask() - 1
+    }
+    /// Distance of a cell that cannot be entered (above every distance).
+    fn blocked(self) -> u64 {
+        self.mask()
+    }
+    /// The last generation a route may use in words of `bits` bits (the
+    /// all-ones generation is the border's).
+    fn last_generation(self, bits: u32) -> u64 {
+        (1u64 << (bits - self.dist)) - 2
+    }
+}
+
+/// The scratch grid's words: 4 bytes a cell when the largest distance a
+/// route can reach fits in 24 to 30 bits, 8 otherwise. Halving the words
+/// halves the memory an expansion sweeps (on STAMP's 512x512x7 maze the
+/// `u32` grid made the sequential run a quarter faster).
+#[derive(Debug, Clone)]
+enum States {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
 
 /// One worker's routing scratch.
 ///
 /// It covers the grid with a border of one cell on every side, so that a
-/// step never needs a bounds check: a border cell stops it. Each cell's
-/// state word is the route number (generation) in the high half and the
-/// distance from the source in the low half; a distance counts only if the
-/// generation is the current route's, so nothing is cleared between
-/// routes. Border cells hold a value no generation reaches.
+/// step never needs a bounds check: a border cell stops it. Its cells are
+/// laid out with z fastest, so the up and down steps stay in the cache
+/// line of the cell they leave. Each cell's state word is the route
+/// number (generation) in the high bits and the distance from the source
+/// in the low bits; a distance counts only if the generation is the
+/// current route's, so nothing is cleared between routes (only when the
+/// generations run out, every 254 routes or more). Border cells hold a
+/// value no generation reaches.
 ///
 /// # Examples
 ///
@@ -57,46 +127,211 @@ const BORDER: u64 = u64::MAX;
 #[derive(Debug, Clone)]
 pub struct Router {
     dims: Dims,
-    /// Strides of the bordered grid along y and z.
-    row: usize,
-    layer: usize,
-    state: Vec<u64>,
-    generation: u32,
+    /// Strides of the bordered grid along x and y (z's is 1).
+    sx: usize,
+    sy: usize,
+    states: States,
+    /// How the words are split; the generations restart when it changes.
+    split: Split,
+    generation: u64,
     /// Cells to expand, by distance modulo their count: (bordered index, grid index).
     buckets: Vec<Vec<(u32, u32)>>,
+}
+
+/// A bordered grid of `dims` in words `W`: border cells all ones, the
+/// others zero (no generation).
+fn fresh_states<W: StateWord>(dims: Dims) -> Vec<W> {
+    let (bx, by, bz) = (dims.x as usize + 2, dims.y as usize + 2, dims.z as usize + 2);
+    let mut state = vec![W::BORDER; bx * by * bz];
+    for y in 1..by - 1 {
+        for x in 1..bx - 1 {
+            let column = (y * bx + x) * bz;
+            state[column + 1..column + bz - 1].fill(W::ZERO);
+        }
+    }
+    state
+}
+
+/// Clears every cell but the border's (their generations restart).
+fn clear<W: StateWord>(state: &mut [W]) {
+    for s in state.iter_mut().filter(|s| **s != W::BORDER) {
+        *s = W::ZERO;
+    }
+}
+
+/// One route's fixed inputs.
+struct Job {
+    steps: [(usize, u32); DIRECTIONS],
+    step_cost: [u64; DIRECTIONS],
+    /// Buckets: the largest step cost plus one.
+    nb: usize,
+    src: (usize, u32),
+    dst: (usize, u32),
+    /// The current generation, shifted into place.
+    gen_bits: u64,
+    split: Split,
+}
+
+impl Job {
+    /// The distance a word holds for this route, or `blocked` if it is
+    /// not this route's.
+    #[inline(always)]
+    fn dist<W: StateWord>(&self, s: W) -> u64 {
+        let s = s.get();
+        if s & !self.split.mask() == self.gen_bits { s & self.split.mask() } else { self.split.blocked() }
+    }
+
+    /// Lee's expansion from the source until the destination settles;
+    /// whether it did.
+    fn expand<W: StateWord>(
+        &self,
+        state: &mut [W],
+        buckets: &mut [Vec<(u32, u32)>],
+        free: &mut impl FnMut(u32) -> bool,
+    ) -> bool {
+        let (unreached, blocked) = (self.split.unreached(), self.split.blocked());
+        state[self.src.0] = W::make(self.gen_bits);
+        buckets[0].push((self.src.0 as u32, self.src.1));
+        let mut pending = 1usize;
+        let mut at = 0u64;
+        while pending > 0 {
+            let b = (at % self.nb as u64) as usize;
+            while let Some((p, c)) = buckets[b].pop() {
+                pending -= 1;
+                if self.dist(state[p as usize]) != at {
+                    continue; // superseded by a shorter distance
+                }
+                if c == self.dst.1 {
+                    return true;
+                }
+                for (&(dp, dc), &cost) in self.steps.iter().zip(&self.step_cost) {
+                    let np = (p as usize).wrapping_add(dp);
+                    let s = state[np];
+                    if s == W::BORDER {
+                        continue;
+                    }
+                    let n = c.wrapping_add(dc);
+                    let known = if s.get() & !self.split.mask() == self.gen_bits {
+                        s.get() & self.split.mask()
+                    } else {
+                        // First seen by this route: ask once.
+                        let v = if n == self.dst.1 || free(n) { unreached } else { blocked };
+                        state[np] = W::make(self.gen_bits | v);
+                        v
+                    };
+                    let nd = at + cost;
+                    // `blocked` is above every distance, but must stay so.
+                    if known != blocked && nd < known {
+                        state[np] = W::make(self.gen_bits | nd);
+                        buckets[(nd % self.nb as u64) as usize].push((np as u32, n));
+                        pending += 1;
+                    }
+                }
+            }
+            at += 1;
+        }
+        false
+    }
+
+    /// Walks from the destination down the distances to the source. Every
+    /// cell with a distance below the destination's is settled, and every
+    /// settled cell but the source has a neighbour closer to it, so each
+    /// step finds one.
+    fn traceback<W: StateWord>(&self, state: &[W], bend: u32) -> Option<Vec<u32>> {
+        let mut path = vec![self.dst.1];
+        let (mut p, mut c) = self.dst;
+        let mut heading: Option<usize> = None;
+        while c != self.src.1 {
+            let here = self.dist(state[p]);
+            let mut best: Option<(u64, usize, u32, usize)> = None;
+            for (d, &(dp, dc)) in self.steps.iter().enumerate() {
+                let np = p.wrapping_add(dp);
+                let there = self.dist(state[np]);
+                if there >= here {
+                    continue;
+                }
+                let turn = if heading.is_some_and(|h| h != d) { u64::from(bend) } else { 0 };
+                let score = there + turn;
+                if best.is_none_or(|(s, ..)| score < s) {
+                    best = Some((score, np, c.wrapping_add(dc), d));
+                }
+            }
+            let (_, np, n, d) = best?;
+            path.push(n);
+            (p, c) = (np, n);
+            heading = Some(d);
+        }
+        path.reverse();
+        Some(path)
+    }
 }
 
 impl Router {
     /// Scratch for grids of `dims`.
     pub fn new(dims: Dims) -> Self {
-        let (bx, by, bz) = (dims.x as usize + 2, dims.y as usize + 2, dims.z as usize + 2);
-        let mut state = vec![BORDER; bx * by * bz];
-        for z in 1..bz - 1 {
-            for y in 1..by - 1 {
-                let row = (z * by + y) * bx;
-                state[row + 1..row + bx - 1].fill(0);
-            }
+        let (bx, bz) = (dims.x as usize + 2, dims.z as usize + 2);
+        Router {
+            dims,
+            sx: bz,
+            sy: bx * bz,
+            states: States::Narrow(fresh_states(dims)),
+            split: Split { dist: 24 },
+            generation: 0,
+            buckets: Vec::new(),
         }
-        Router { dims, row: bx, layer: bx * by, state, generation: 0, buckets: Vec::new() }
     }
 
     /// The bordered index of grid cell `c`.
     fn bordered(&self, c: u32) -> usize {
         let (x, y, z) = self.dims.coords(c);
-        (z as usize + 1) * self.layer + (y as usize + 1) * self.row + x as usize + 1
+        (y as usize + 1) * self.sy + (x as usize + 1) * self.sx + z as usize + 1
     }
 
     /// The six steps (+x, -x, +y, -y, +z, -z) in the bordered grid and in the grid.
     fn steps(&self) -> [(usize, u32); DIRECTIONS] {
         let xy = self.dims.x * self.dims.y;
         [
-            (1, 1),
-            (1usize.wrapping_neg(), 1u32.wrapping_neg()),
-            (self.row, self.dims.x),
-            (self.row.wrapping_neg(), self.dims.x.wrapping_neg()),
-            (self.layer, xy),
-            (self.layer.wrapping_neg(), xy.wrapping_neg()),
+            (self.sx, 1),
+            (self.sx.wrapping_neg(), 1u32.wrapping_neg()),
+            (self.sy, self.dims.x),
+            (self.sy.wrapping_neg(), self.dims.x.wrapping_neg()),
+            (1, xy),
+            (1usize.wrapping_neg(), xy.wrapping_neg()),
         ]
+    }
+
+    /// Chooses the words and their split for a route whose steps cost at
+    /// most `max_cost`, and the route's generation (clearing the grid when
+    /// the generations run out or the split changes).
+    fn next_generation(&mut self, max_cost: u64) -> (Split, u64) {
+        // No distance exceeds every cell's step at the dearest cost; two
+        // more values mark unreached and blocked cells.
+        let bound = (self.dims.cells() as u64 + 1) * max_cost + 2;
+        let needed = u64::BITS - bound.leading_zeros();
+        // At least 8 bits of generation in narrow words where the
+        // distances leave room (a clear every 254 routes), at least 2.
+        let narrow = needed.max(24);
+        let (wide, split) = if narrow <= u32::BITS - 2 {
+            (false, Split { dist: narrow })
+        } else {
+            (true, Split { dist: needed.max(32) })
+        };
+        let bits = if wide { u64::BITS } else { u32::BITS };
+        match (&mut self.states, wide) {
+            (States::Narrow(_), true) => self.states = States::Wide(fresh_states(self.dims)),
+            (States::Wide(_), false) => self.states = States::Narrow(fresh_states(self.dims)),
+            _ => {}
+        }
+        self.generation += 1;
+        if split != self.split || self.generation > split.last_generation(bits) {
+            match &mut self.states {
+                States::Narrow(s) => clear(s),
+                States::Wide(s) => clear(s),
+            }
+            self.split = split;
+            self.generation = 1;
+        }
+        (split, self.generation << split.dist)
     }
 
     /// A shortest path from `src` to `dst` through cells for which `free`
@@ -109,7 +344,9 @@ impl Router {
     /// distance modulo the largest step cost) and stops when it reaches
     /// `dst`. Traceback walks from `dst` to a neighbour of smaller distance
     /// each step, preferring (by `costs.bend`) to keep its direction, as
-    /// STAMP's traceback does.
+    /// STAMP's traceback does. The queue keeps one bucket per step cost up
+    /// to the largest, so its memory grows with that cost (the command
+    /// line allows at most 1000).
     ///
     /// # Panics
     ///
@@ -126,104 +363,36 @@ impl Router {
         assert_eq!(dims, self.dims, "router made for a {} grid", self.dims);
         assert!(src < dims.cells() as u32 && dst < dims.cells() as u32, "endpoints outside the grid");
         assert!(costs.x > 0 && costs.y > 0 && costs.z > 0, "step costs must be at least 1");
-        let step_cost = [costs.x, costs.x, costs.y, costs.y, costs.z, costs.z];
-        let steps = self.steps();
-        let nb = costs.x.max(costs.y).max(costs.z) as usize + 1;
+        let max_cost = costs.x.max(costs.y).max(costs.z);
+        let nb = max_cost as usize + 1;
         if self.buckets.len() != nb {
             self.buckets = vec![Vec::new(); nb];
         }
-        self.generation += 1;
-        if self.generation == u32::MAX {
-            for s in self.state.iter_mut().filter(|s| **s != BORDER) {
-                *s = 0;
-            }
-            self.generation = 1;
-        }
-        let gen_bits = u64::from(self.generation) << 32;
-        let current = |s: u64| s != BORDER && s & !u64::from(u32::MAX) == gen_bits;
-        let bsrc = self.bordered(src);
-        self.state[bsrc] = gen_bits;
-        self.buckets[0].push((bsrc as u32, src));
-        let mut pending = 1usize;
-        let mut at = 0u32;
-        let mut found = false;
-        'expand: while pending > 0 {
-            let b = at as usize % nb;
-            while let Some((p, c)) = self.buckets[b].pop() {
-                pending -= 1;
-                if self.state[p as usize] as u32 != at {
-                    continue; // superseded by a shorter distance
-                }
-                if c == dst {
-                    found = true;
-                    break 'expand;
-                }
-                for (&(dp, dc), &cost) in steps.iter().zip(&step_cost) {
-                    let np = (p as usize).wrapping_add(dp);
-                    let s = self.state[np];
-                    if s == BORDER {
-                        continue;
-                    }
-                    let n = c.wrapping_add(dc);
-                    let known = if current(s) {
-                        s as u32
-                    } else {
-                        let v = if n == dst || free(n) { UNREACHED } else { BLOCKED };
-                        self.state[np] = gen_bits | u64::from(v);
-                        v
-                    };
-                    let nd = at + cost;
-                    // BLOCKED is above every distance, but must stay BLOCKED.
-                    if known != BLOCKED && nd < known {
-                        self.state[np] = gen_bits | u64::from(nd);
-                        self.buckets[nd as usize % nb].push((np as u32, n));
-                        pending += 1;
-                    }
-                }
-            }
-            at += 1;
-        }
+        let (split, gen_bits) = self.next_generation(u64::from(max_cost));
+        let step_cost = [costs.x, costs.x, costs.y, costs.y, costs.z, costs.z].map(u64::from);
+        let job = Job {
+            steps: self.steps(),
+            step_cost,
+            nb,
+            src: (self.bordered(src), src),
+            dst: (self.bordered(dst), dst),
+            gen_bits,
+            split,
+        };
+        let found = match &mut self.states {
+            States::Narrow(s) => job.expand(s, &mut self.buckets, &mut free),
+            States::Wide(s) => job.expand(s, &mut self.buckets, &mut free),
+        };
         for b in &mut self.buckets {
             b.clear();
         }
         if !found {
             return None;
         }
-        self.traceback(costs, src, dst)
-    }
-
-    /// Walks from `dst` down the distances to `src`. Every cell with a
-    /// distance below `dst`'s is settled, and every settled cell but `src`
-    /// has a neighbour closer to `src`, so each step finds one.
-    fn traceback(&self, costs: Costs, src: u32, dst: u32) -> Option<Vec<u32>> {
-        let gen_bits = u64::from(self.generation) << 32;
-        let dist = |s: u64| if s != BORDER && s & !u64::from(u32::MAX) == gen_bits { s as u32 } else { BLOCKED };
-        let steps = self.steps();
-        let mut path = vec![dst];
-        let (mut p, mut c) = (self.bordered(dst), dst);
-        let mut heading: Option<usize> = None;
-        while c != src {
-            let here = dist(self.state[p]);
-            let mut best: Option<(u64, usize, u32, usize)> = None;
-            for (d, &(dp, dc)) in steps.iter().enumerate() {
-                let np = p.wrapping_add(dp);
-                let there = dist(self.state[np]);
-                if there >= here {
-                    continue;
-                }
-                let bend = if heading.is_some_and(|h| h != d) { u64::from(costs.bend) } else { 0 };
-                let score = u64::from(there) + bend;
-                if best.is_none_or(|(s, ..)| score < s) {
-                    best = Some((score, np, c.wrapping_add(dc), d));
-                }
-            }
-            let (_, np, n, d) = best?;
-            path.push(n);
-            (p, c) = (np, n);
-            heading = Some(d);
+        match &self.states {
+            States::Narrow(s) => job.traceback(s, costs.bend),
+            States::Wide(s) => job.traceback(s, costs.bend),
         }
-        path.reverse();
-        Some(path)
     }
 }
 
@@ -285,6 +454,40 @@ mod tests {
             assert!(cost(dims, costs, &p) <= cost(dims, costs, &q), "round {round}");
         }
         assert!(routed > 100);
+    }
+
+    /// Distances that need more than 30 bits (a 2^18-cell grid at step
+    /// costs of thousands) move the router to 8-byte words and back.
+    /// Scaling every cost by one factor changes no choice, so the paths are
+    /// those of the unit-scaled costs, on a router that switches words
+    /// every route and on fresh ones.
+    #[test]
+    fn wide_words_route_as_narrow_ones() {
+        let dims = Dims { x: 64, y: 64, z: 64 };
+        let mut rng = fastrand::Rng::with_seed(5);
+        let mut shared = Router::new(dims);
+        let small = Costs { x: 1, y: 2, z: 3, bend: 1 };
+        let k = 4096;
+        let large = Costs { x: k, y: 2 * k, z: 3 * k, bend: k };
+        let mut routed = 0;
+        for round in 0..12 {
+            let blocked: Vec<bool> = (0..dims.cells()).map(|_| rng.u32(0..100) < 30).collect();
+            let free = |c: u32| !blocked[c as usize];
+            // Endpoints a few cells apart keep each expansion small.
+            let (x, y, z) = (rng.u32(0..56), rng.u32(0..56), rng.u32(0..56));
+            let src = dims.index(x, y, z);
+            let dst = dims.index(x + rng.u32(0..8), y + rng.u32(0..8), z + rng.u32(1..8));
+            let want = Router::new(dims).route(dims, small, src, dst, free);
+            let mut fresh = Router::new(dims);
+            assert_eq!(fresh.route(dims, large, src, dst, free), want, "round {round}, fresh");
+            assert!(matches!(fresh.states, States::Wide(_)));
+            let costs = if round % 2 == 0 { large } else { small };
+            assert_eq!(shared.route(dims, costs, src, dst, free), want, "round {round}, shared");
+            let wide = matches!(shared.states, States::Wide(_));
+            assert_eq!(wide, round % 2 == 0, "round {round}");
+            routed += usize::from(want.is_some());
+        }
+        assert!(routed >= 6, "{routed} of 12 routed");
     }
 
     #[test]
