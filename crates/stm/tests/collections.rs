@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use proptest::prelude::*;
-use skelaff_stm::{THashMap, TList, TMap, TQueue, TSkipMap, TxError, TxOps, atomically, try_atomically};
+use skelaff_stm::{TBTreeMap, THashMap, TList, TMap, TQueue, TSkipMap, TxError, TxOps, atomically, try_atomically};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -100,6 +100,7 @@ map_under_test!(TList<u16, u32>);
 map_under_test!(THashMap<u16, u32>);
 map_under_test!(TMap<u16, u32>, ordered);
 map_under_test!(TSkipMap<u16, u32>, ordered);
+map_under_test!(TBTreeMap<u16, u32>, ordered);
 
 fn against_btreemap(m: &impl MapUnderTest, batches: Vec<(Vec<Op>, bool)>) -> Result<(), TestCaseError> {
     let mut model = BTreeMap::new();
