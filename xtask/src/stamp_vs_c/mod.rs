@@ -251,9 +251,8 @@ fn command(w: &Workload, cfg: Config, input: Option<&Path>, c: &CPrograms, bin: 
     cmd
 }
 
-/// Runs `cmd` to its end (or `timeout`), returning how it exited and its
-/// stdout.
-fn execute(mut cmd: Command, timeout: Duration) -> Result<(std::process::ExitStatus, String), String> {
+/// Runs `cmd` to its end (or `timeout`).
+fn execute(mut cmd: Command, timeout: Duration) -> Result<Finished, String> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
@@ -287,10 +286,14 @@ fn execute(mut cmd: Command, timeout: Duration) -> Result<(std::process::ExitSta
     };
     let stdout = reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
-    if !status.success() && stdout.trim().is_empty() {
-        return Err(format!("{what}: {status}: {}", stderr.trim()));
-    }
-    Ok((status, stdout))
+    Ok(Finished { status, stdout, stderr })
+}
+
+/// How a program ended, and what it printed.
+struct Finished {
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
 }
 
 fn load_average() -> String {
@@ -361,25 +364,37 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
     // later run must report the same.
     let mut results: Vec<Option<(u64, String)>> = vec![None; chosen.len()];
     let mut disagreements = Vec::new();
+    let mut crashes: Vec<String> = Vec::new();
     for round in 0..r.rounds {
         for ((w, input), first) in chosen.iter().zip(&inputs).zip(&mut results) {
             for &cfg in &configs {
                 let cmd = command(w, cfg, input.as_deref(), &c, &bin);
-                let (status, stdout) = execute(cmd, timeout)?;
+                let Finished { status, stdout, stderr } = execute(cmd, timeout)?;
                 let ok = status.success();
                 let label = cfg.threads.map_or("seq".to_owned(), |t| format!("t{t}"));
                 let got = match cfg.side {
                     Side::C => parse::c_output(w.app, &stdout, ok),
                     Side::Skelaff => parse::skelaff_output(w.app, &stdout, ok),
-                }
-                .map_err(|e| {
-                    if ok {
-                        e
-                    } else {
-                        // A crash before the program printed its time.
-                        format!("{e}; {} {} {label} ended with {status}", w.name, cfg.side)
+                };
+                let got = match got {
+                    Ok(g) => g,
+                    // A crash before the program printed its time: noted,
+                    // left out of the medians, and the run fails at the end
+                    // (after the table of what did finish).
+                    Err(e) if !ok => {
+                        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+                        let what = format!(
+                            "{} {} {label} (round {}) ended with {status}: {e}; last error line: `{last}`",
+                            w.name,
+                            cfg.side,
+                            round + 1
+                        );
+                        eprintln!("stamp-vs-c: CRASHED: {what}");
+                        crashes.push(what);
+                        continue;
                     }
-                })?;
+                    Err(e) => return Err(e),
+                };
                 if let Some(value) = got.result {
                     let who = format!("{} {label} (round {})", cfg.side, round + 1);
                     match first {
@@ -418,6 +433,7 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
         }
     }
     cmp.notes.extend(disagreements.iter().map(|d| format!("RESULTS DIFFER: {d}")));
+    cmp.notes.extend(crashes.iter().map(|c| format!("CRASHED (not in the medians): {c}")));
     cmp.notes.push(format!("load average after: {}", load_average()));
     print!("{cmp}");
     let json = serde_json::to_string(&cmp).map_err(|e| e.to_string())?;
@@ -429,6 +445,9 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
     }
     if cmp.samples.iter().any(|s| !s.check_passed) {
         return Err("a self-check failed (see CHECK FAILED above)".into());
+    }
+    if !crashes.is_empty() {
+        return Err(format!("{} run(s) crashed: {}", crashes.len(), crashes.join("; ")));
     }
     if !disagreements.is_empty() {
         return Err(format!("the two sides' results differ: {}", disagreements.join("; ")));
