@@ -187,7 +187,7 @@ impl Job {
         &self,
         state: &mut [W],
         buckets: &mut [Vec<(u32, u32)>],
-        free: &mut impl FnMut(u32) -> bool,
+        free: &mut impl FnMut(u32, usize) -> bool,
     ) -> bool {
         let (unreached, blocked) = (self.split.unreached(), self.split.blocked());
         state[self.src.0] = W::make(self.gen_bits);
@@ -215,7 +215,7 @@ impl Job {
                         s.get() & self.split.mask()
                     } else {
                         // First seen by this route: ask once.
-                        let v = if n == self.dst.1 || free(n) { unreached } else { blocked };
+                        let v = if n == self.dst.1 || free(n, np) { unreached } else { blocked };
                         state[np] = W::make(self.gen_bits | v);
                         v
                     };
@@ -283,8 +283,34 @@ impl Router {
 
     /// The bordered index of grid cell `c`.
     fn bordered(&self, c: u32) -> usize {
-        let (x, y, z) = self.dims.coords(c);
-        (y as usize + 1) * self.sy + (x as usize + 1) * self.sx + z as usize + 1
+        Router::slot(self.dims, c)
+    }
+
+    /// Where grid cell `c` (STAMP's order, x fastest) sits in the scratch
+    /// grid of a router for `dims`: a border of one cell on every side,
+    /// z fastest. An array laid out the same way ([`Router::slots`] long)
+    /// can be asked about by slot ([`Router::route_slots`]), so that the
+    /// expansion reads it through the same cache lines as its own state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::labyrinth::{Dims, Router};
+    ///
+    /// let dims = Dims { x: 4, y: 3, z: 2 };
+    /// assert_eq!(Router::slots(dims), 6 * 5 * 4);
+    /// // Cell (1, 2, 1): one column of 4 per x, one row of 6 columns per y.
+    /// assert_eq!(Router::slot(dims, dims.index(1, 2, 1)), (3 * 6 + 2) * 4 + 2);
+    /// ```
+    pub fn slot(dims: Dims, c: u32) -> usize {
+        let (x, y, z) = dims.coords(c);
+        let (sx, sy) = (dims.z as usize + 2, (dims.x as usize + 2) * (dims.z as usize + 2));
+        (y as usize + 1) * sy + (x as usize + 1) * sx + z as usize + 1
+    }
+
+    /// The length of a router's scratch grid for `dims` (border included).
+    pub fn slots(dims: Dims) -> usize {
+        (dims.x as usize + 2) * (dims.y as usize + 2) * (dims.z as usize + 2)
     }
 
     /// The six steps (+x, -x, +y, -y, +z, -z) in the bordered grid and in the grid.
@@ -359,6 +385,49 @@ impl Router {
         src: u32,
         dst: u32,
         mut free: impl FnMut(u32) -> bool,
+    ) -> Option<Vec<u32>> {
+        self.route_with(dims, costs, src, dst, |c, _| free(c))
+    }
+
+    /// [`Router::route`], with `free` asked about a cell by its slot
+    /// ([`Router::slot`]) instead of its grid index: for a caller that
+    /// keeps its grid in the router's layout.
+    ///
+    /// # Panics
+    ///
+    /// As [`Router::route`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::labyrinth::{Costs, Dims, Router};
+    ///
+    /// let dims = Dims { x: 3, y: 3, z: 1 };
+    /// let mut open = vec![true; Router::slots(dims)];
+    /// open[Router::slot(dims, 4)] = false; // the middle cell
+    /// let mut r = Router::new(dims);
+    /// let path = r.route_slots(dims, Costs::default(), 3, 5, |s| open[s]).unwrap();
+    /// assert_eq!(path.len(), 5);
+    /// assert!(!path.contains(&4));
+    /// ```
+    pub fn route_slots(
+        &mut self,
+        dims: Dims,
+        costs: Costs,
+        src: u32,
+        dst: u32,
+        mut free: impl FnMut(usize) -> bool,
+    ) -> Option<Vec<u32>> {
+        self.route_with(dims, costs, src, dst, |_, s| free(s))
+    }
+
+    fn route_with(
+        &mut self,
+        dims: Dims,
+        costs: Costs,
+        src: u32,
+        dst: u32,
+        mut free: impl FnMut(u32, usize) -> bool,
     ) -> Option<Vec<u32>> {
         assert_eq!(dims, self.dims, "router made for a {} grid", self.dims);
         assert!(src < dims.cells() as u32 && dst < dims.cells() as u32, "endpoints outside the grid");
@@ -488,6 +557,34 @@ mod tests {
             routed += usize::from(want.is_some());
         }
         assert!(routed >= 6, "{routed} of 12 routed");
+    }
+
+    /// Asking by slot is asking about the same cells: the same paths as by
+    /// grid index, on random grids.
+    #[test]
+    fn slots_name_the_same_cells() {
+        let dims = Dims { x: 7, y: 5, z: 4 };
+        let mut seen = vec![false; Router::slots(dims)];
+        for c in 0..dims.cells() as u32 {
+            let s = Router::slot(dims, c);
+            assert!(!seen[s], "slot {s} given twice");
+            seen[s] = true;
+        }
+        let mut rng = fastrand::Rng::with_seed(3);
+        let (mut a, mut b) = (Router::new(dims), Router::new(dims));
+        for round in 0..200 {
+            let blocked: Vec<bool> = (0..dims.cells()).map(|_| rng.u32(0..100) < 30).collect();
+            let mut by_slot = vec![true; Router::slots(dims)];
+            for c in 0..dims.cells() {
+                by_slot[Router::slot(dims, c as u32)] = !blocked[c];
+            }
+            let (src, dst) = (rng.u32(..dims.cells() as u32), rng.u32(..dims.cells() as u32));
+            if src == dst {
+                continue;
+            }
+            let want = a.route(dims, Costs::default(), src, dst, |c| !blocked[c as usize]);
+            assert_eq!(b.route_slots(dims, Costs::default(), src, dst, |s| by_slot[s]), want, "round {round}");
+        }
     }
 
     #[test]

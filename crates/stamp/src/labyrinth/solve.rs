@@ -6,7 +6,7 @@ use std::fmt;
 use skelaff_stm::{AbortReason, TPtr, TVar, TxError, TxOps};
 use skelaff_worklist::{Affinity, ProcessCtx, RunReport, Skeleton, WorkerInfo};
 
-use super::maze::{EMPTY, ENDPOINT, Maze, PATH_BASE, WALL};
+use super::maze::{Dims, EMPTY, ENDPOINT, Maze, PATH_BASE, WALL};
 use super::router::{Costs, Router};
 use crate::app::{AppError, CommonArgs};
 
@@ -167,18 +167,21 @@ fn describe(v: u32) -> String {
 /// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
 /// ```
 pub fn run_sequential(maze: &Maze, costs: Costs, order: &[u32]) -> Routing {
-    let mut grid = maze.initial_grid();
+    let dims = maze.dims;
+    // The grid in the router's layout, as the skeleton's board.
+    let mut grid = to_slots(dims, &maze.initial_grid());
     let mut paths = vec![None; maze.pairs.len()];
-    let mut router = Router::new(maze.dims);
+    let mut router = Router::new(dims);
     for &k in order {
         let (src, dst) = maze.pairs[k as usize];
-        if let Some(path) = router.route(maze.dims, costs, src, dst, |c| grid[c as usize] == EMPTY) {
+        if let Some(path) = router.route_slots(dims, costs, src, dst, |s| grid[s] == EMPTY) {
             for &c in &path[1..path.len() - 1] {
-                grid[c as usize] = PATH_BASE + k;
+                grid[Router::slot(dims, c)] = PATH_BASE + k;
             }
             paths[k as usize] = Some(path);
         }
     }
+    let grid = (0..dims.cells() as u32).map(|c| grid[Router::slot(dims, c)]).collect();
     Routing { paths, grid }
 }
 
@@ -188,6 +191,10 @@ type PathSlot = TVar<Option<TPtr<Vec<u32>>>>;
 /// The transactional state: the grid (one word per cell) and, per pair,
 /// its routed path once a routing transaction commits.
 pub(crate) struct Board {
+    dims: Dims,
+    /// The grid in the router's layout ([`Router::slot`]; border slots
+    /// hold walls and are never asked about), so that a router's view of
+    /// the board follows its expansion through the same cache lines.
     cells: Box<[TVar<u32>]>,
     paths: Box<[PathSlot]>,
 }
@@ -200,8 +207,11 @@ impl fmt::Debug for Board {
 
 impl Board {
     fn new(maze: &Maze) -> Self {
+        let dims = maze.dims;
+        let grid = to_slots(dims, &maze.initial_grid());
         Board {
-            cells: maze.initial_grid().into_iter().map(TVar::new).collect(),
+            dims,
+            cells: grid.into_iter().map(TVar::new).collect(),
             paths: (0..maze.pairs.len()).map(|_| TVar::new(None)).collect(),
         }
     }
@@ -219,9 +229,22 @@ impl Board {
                     p.load().map(|p| unsafe { p.get() }.clone())
                 })
                 .collect(),
-            grid: self.cells.iter().map(TVar::load).collect(),
+            grid: (0..self.dims.cells() as u32).map(|c| self.cell(c).load()).collect(),
         }
     }
+
+    fn cell(&self, c: u32) -> &TVar<u32> {
+        &self.cells[Router::slot(self.dims, c)]
+    }
+}
+
+/// `grid` (STAMP's order) in the router's layout, border slots walls.
+fn to_slots(dims: Dims, grid: &[u32]) -> Vec<u32> {
+    let mut slots = vec![WALL; Router::slots(dims)];
+    for (c, &v) in grid.iter().enumerate() {
+        slots[Router::slot(dims, c as u32)] = v;
+    }
+    slots
 }
 
 impl Drop for Board {
@@ -256,7 +279,10 @@ impl Skeleton for Lee<'_> {
     /// the cells around it first.
     fn affinity(&self, &k: &u32, board: &Board) -> Affinity {
         let Some(&(src, _)) = self.maze.pairs.get(k as usize) else { return Affinity::Anywhere };
-        board.cells.get(src as usize).map_or(Affinity::Anywhere, Affinity::of)
+        if src as usize >= self.maze.dims.cells() {
+            return Affinity::Anywhere;
+        }
+        Affinity::of(board.cell(src))
     }
 
     /// Expands and traces back on the worker's own scratch, reading the
@@ -274,12 +300,12 @@ impl Skeleton for Lee<'_> {
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let (src, dst) = self.maze.pairs[k as usize];
-        let view = |c: u32| board.cells[c as usize].load() == EMPTY;
-        let Some(path) = router.route(self.maze.dims, self.costs, src, dst, view) else {
+        let view = |s: usize| board.cells[s].load() == EMPTY;
+        let Some(path) = router.route_slots(self.maze.dims, self.costs, src, dst, view) else {
             return Ok(()); // no path in this grid, nor in any later one
         };
         for &c in &path[1..path.len() - 1] {
-            let cell = &board.cells[c as usize];
+            let cell = board.cell(c);
             if tx.read(cell)? != EMPTY {
                 return Err(TxError::Conflict(AbortReason::Explicit));
             }
