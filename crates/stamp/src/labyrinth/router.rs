@@ -291,6 +291,8 @@ impl Router {
     /// z fastest. An array laid out the same way ([`Router::slots`] long)
     /// can be asked about by slot ([`Router::route_slots`]), so that the
     /// expansion reads it through the same cache lines as its own state.
+    /// `c` must be a cell of `dims` (below `dims.cells()`); the slot of
+    /// any other index is not in the scratch grid.
     ///
     /// # Examples
     ///
