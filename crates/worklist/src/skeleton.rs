@@ -34,6 +34,10 @@ pub struct WorkerInfo {
 ///   commits. Changes to `local` are not rolled back on abort: keep only
 ///   thread-private scratch or statistics there, or reset it at the start
 ///   of `process`.
+/// - [`committed`](Skeleton::committed) runs on the worker, outside any
+///   transaction, once `process` for a unit has committed: the place for
+///   effects that must follow the commit (publishing a hint other workers
+///   read without a transaction, say).
 /// - [`update`](Skeleton::update) runs once per worker in a transaction
 ///   after the pool is empty (e.g. to fold per-worker results into
 ///   `Shared`).
@@ -130,6 +134,19 @@ pub trait Skeleton: Sync {
     fn affinity(&self, unit: &Self::Unit, shared: &Self::Shared) -> Affinity {
         let _ = (unit, shared);
         Affinity::Anywhere
+    }
+
+    /// Runs on the worker right after the transaction that processed
+    /// `unit` committed, outside any transaction, with the `local` that
+    /// run of `process` left. It runs once per processed unit and never
+    /// for a helper's shadow. The default does nothing.
+    ///
+    /// Other workers may already see the committed values before this
+    /// runs, and may run their own units meanwhile: use it for
+    /// non-transactional state that only ever lags the transactional one
+    /// (a hint that is safe to read stale).
+    fn committed(&self, unit: &Self::Unit, local: &mut Self::PerWorker, shared: &Self::Shared) {
+        let _ = (unit, local, shared);
     }
 
     /// Runs once per worker, in a transaction, when the pool is empty.

@@ -172,6 +172,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                 ctx.clear();
                 state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
             });
+            state.skeleton.committed(&unit, &mut user, state.shared);
             if assisted {
                 assist.committed(channel, &mut side);
             }

@@ -153,6 +153,74 @@ fn units_of_an_aborted_attempt_are_dropped() {
     assert_eq!(report.stats().total_aborts(), 1);
 }
 
+/// Marks its unit's slot in a transaction, aborting the first attempt of
+/// every seventh unit; `committed` checks that it follows each commit.
+struct MarkThenHint;
+
+struct Marks {
+    slots: Vec<TVar<u64>>,
+    /// Per unit, how often `committed` ran for it.
+    hinted: Vec<AtomicU64>,
+    /// `committed` calls that saw the unit's slot unmarked or a stale `local`.
+    early: AtomicU64,
+}
+
+impl Skeleton for MarkThenHint {
+    type Unit = u32;
+    type Shared = Marks;
+    /// The unit the last attempt processed, and whether it already aborted once.
+    type PerWorker = (u32, bool);
+
+    fn init_worker(&self, _: &Marks, _: &WorkerInfo) -> (u32, bool) {
+        (u32::MAX, false)
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &u: &u32,
+        local: &mut (u32, bool),
+        m: &Marks,
+        _: &mut ProcessCtx<u32>,
+    ) -> Result<(), TxError> {
+        let retried = local.0 == u && local.1;
+        *local = (u, true);
+        tx.write(&m.slots[u as usize], 1)?;
+        if u % 7 == 0 && !retried {
+            return Err(TxError::Conflict(AbortReason::ValidateOnCommit));
+        }
+        Ok(())
+    }
+
+    fn committed(&self, &u: &u32, local: &mut (u32, bool), m: &Marks) {
+        if m.slots[u as usize].load() != 1 || local.0 != u {
+            m.early.fetch_add(1, Ordering::SeqCst);
+        }
+        m.hinted[u as usize].fetch_add(1, Ordering::SeqCst);
+        local.1 = false;
+    }
+}
+
+#[test]
+fn committed_runs_once_per_unit_after_its_commit() {
+    const N: usize = 2_000;
+    for threads in [1, 2, 4] {
+        let m = Marks {
+            slots: (0..N).map(|_| TVar::new(0)).collect(),
+            hinted: (0..N).map(|_| AtomicU64::new(0)).collect(),
+            early: AtomicU64::new(0),
+        };
+        let mut wl = Builder::new().threads(threads).build(&MarkThenHint, &m).unwrap();
+        wl.add_work_units(0..N as u32);
+        let report = wl.run().unwrap();
+        assert_eq!(report.units, N as u64, "x{threads}");
+        assert!(report.stats().total_aborts() >= (N as u64).div_ceil(7), "every seventh unit aborted once: x{threads}");
+        assert_eq!(m.early.load(Ordering::SeqCst), 0, "committed ran before its commit: x{threads}");
+        let wrong: Vec<usize> = (0..N).filter(|&u| m.hinted[u].load(Ordering::SeqCst) != 1).collect();
+        assert!(wrong.is_empty(), "units whose committed did not run exactly once: {wrong:?} (x{threads})");
+    }
+}
+
 /// Panics in `process` at one unit, or in `init_worker` / `update` when asked.
 struct Panicky {
     at: Option<u64>,

@@ -2,6 +2,7 @@
 //! self-check of the routed grid.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use skelaff_stm::{AbortReason, TPtr, TVar, TxError, TxOps};
 use skelaff_worklist::{Affinity, ProcessCtx, RunReport, Skeleton, WorkerInfo};
@@ -170,19 +171,66 @@ pub fn run_sequential(maze: &Maze, costs: Costs, order: &[u32]) -> Routing {
     let dims = maze.dims;
     // The grid in the router's layout, as the skeleton's board.
     let mut grid = to_slots(dims, &maze.initial_grid());
+    // The router asks the bitmap, as the skeleton's workers do.
+    let mut taken = Occupancy::of(&grid);
     let mut paths = vec![None; maze.pairs.len()];
     let mut router = Router::new(dims);
     for &k in order {
         let (src, dst) = maze.pairs[k as usize];
-        if let Some(path) = router.route_slots(dims, costs, src, dst, |s| grid[s] == EMPTY) {
+        if let Some(path) = router.route_slots(dims, costs, src, dst, |s| taken.is_free(s)) {
             for &c in &path[1..path.len() - 1] {
-                grid[Router::slot(dims, c)] = PATH_BASE + k;
+                let s = Router::slot(dims, c);
+                grid[s] = PATH_BASE + k;
+                taken.take_mut(s);
             }
             paths[k as usize] = Some(path);
         }
     }
     let grid = (0..dims.cells() as u32).map(|c| grid[Router::slot(dims, c)]).collect();
     Routing { paths, grid }
+}
+
+/// One bit per slot of the router's layout, set for every slot that is
+/// not free (walls, endpoints, border slots and claimed cells): the view a
+/// router expands through, 32 times smaller than the grid of words.
+///
+/// On the skeleton it lags the transactional grid: a worker sets the bits
+/// of a path only after the transaction that claimed it committed
+/// ([`Skeleton::committed`]), and bits are never cleared, since labyrinth
+/// never frees a cell. A set bit therefore always names a cell that is
+/// taken; a clear bit may name one just claimed, which the claiming
+/// transaction then finds taken (and routes again), as it would with
+/// STAMP's private copy of the grid.
+struct Occupancy {
+    words: Box<[AtomicU64]>,
+}
+
+impl Occupancy {
+    /// The bitmap of `slots` (a grid in the router's layout).
+    fn of(slots: &[u32]) -> Self {
+        let words = slots
+            .chunks(64)
+            .map(|w| AtomicU64::new(w.iter().enumerate().fold(0, |b, (i, &v)| b | (u64::from(v != EMPTY) << i))))
+            .collect();
+        Occupancy { words }
+    }
+
+    /// Whether slot `s` was free when last published.
+    #[inline(always)]
+    fn is_free(&self, s: usize) -> bool {
+        // Relaxed: a stale answer only costs a re-route (see the type).
+        self.words[s / 64].load(Ordering::Relaxed) & (1 << (s % 64)) == 0
+    }
+
+    /// Publishes that slot `s` is taken.
+    fn take(&self, s: usize) {
+        self.words[s / 64].fetch_or(1 << (s % 64), Ordering::Relaxed);
+    }
+
+    /// [`Occupancy::take`] without the atomic operation, for the only owner.
+    fn take_mut(&mut self, s: usize) {
+        *self.words[s / 64].get_mut() |= 1 << (s % 64);
+    }
 }
 
 /// A routed path shared through a transactional slot.
@@ -196,6 +244,8 @@ pub(crate) struct Board {
     /// hold walls and are never asked about), so that a router's view of
     /// the board follows its expansion through the same cache lines.
     cells: Box<[TVar<u32>]>,
+    /// What routers ask instead of `cells`: a lagging bitmap of them.
+    taken: Occupancy,
     paths: Box<[PathSlot]>,
 }
 
@@ -211,6 +261,7 @@ impl Board {
         let grid = to_slots(dims, &maze.initial_grid());
         Board {
             dims,
+            taken: Occupancy::of(&grid),
             cells: grid.into_iter().map(TVar::new).collect(),
             paths: (0..maze.pairs.len()).map(|_| TVar::new(None)).collect(),
         }
@@ -266,13 +317,19 @@ struct Lee<'m> {
     costs: Costs,
 }
 
+/// A worker's router, and the slots its last attempt claimed.
+struct LeeWorker {
+    router: Router,
+    claimed: Vec<usize>,
+}
+
 impl Skeleton for Lee<'_> {
     type Unit = u32;
     type Shared = Board;
-    type PerWorker = Router;
+    type PerWorker = LeeWorker;
 
-    fn init_worker(&self, _: &Board, _: &WorkerInfo) -> Router {
-        Router::new(self.maze.dims)
+    fn init_worker(&self, _: &Board, _: &WorkerInfo) -> LeeWorker {
+        LeeWorker { router: Router::new(self.maze.dims), claimed: Vec::new() }
     }
 
     /// The grid cell the pair's route starts from: the expansion reads
@@ -286,33 +343,45 @@ impl Skeleton for Lee<'_> {
     }
 
     /// Expands and traces back on the worker's own scratch, reading the
-    /// grid without the transaction (a possibly stale view, as STAMP's
-    /// private copy of the grid), then claims the path's inner cells
-    /// transactionally. A cell found taken means the view was stale: the
-    /// transaction restarts and routes again (STAMP's `TM_RESTART`);
-    /// claims that race with another commit are caught by the STM.
+    /// board's occupancy bitmap without the transaction (a possibly stale
+    /// view, as STAMP's private copy of the grid), then claims the path's
+    /// inner cells transactionally. A cell found taken means the view was
+    /// stale: the transaction restarts and routes again (STAMP's
+    /// `TM_RESTART`); claims that race with another commit are caught by
+    /// the STM.
     fn process<X: TxOps>(
         &self,
         tx: &mut X,
         &k: &u32,
-        router: &mut Router,
+        w: &mut LeeWorker,
         board: &Board,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
+        w.claimed.clear();
         let (src, dst) = self.maze.pairs[k as usize];
-        let view = |s: usize| board.cells[s].load() == EMPTY;
-        let Some(path) = router.route_slots(self.maze.dims, self.costs, src, dst, view) else {
+        let dims = self.maze.dims;
+        let view = |s: usize| board.taken.is_free(s);
+        let Some(path) = w.router.route_slots(dims, self.costs, src, dst, view) else {
             return Ok(()); // no path in this grid, nor in any later one
         };
         for &c in &path[1..path.len() - 1] {
-            let cell = board.cell(c);
+            let s = Router::slot(dims, c);
+            let cell = &board.cells[s];
             if tx.read(cell)? != EMPTY {
                 return Err(TxError::Conflict(AbortReason::Explicit));
             }
             tx.write(cell, PATH_BASE + k)?;
+            w.claimed.push(s);
         }
         let stored = tx.alloc(path)?;
         tx.write(&board.paths[k as usize], Some(stored))
+    }
+
+    /// The claim committed: publish its cells in the bitmap.
+    fn committed(&self, _: &u32, w: &mut LeeWorker, board: &Board) {
+        for s in w.claimed.drain(..) {
+            board.taken.take(s);
+        }
     }
 }
 
