@@ -117,7 +117,7 @@ pub trait Skeleton: Sync {
 
     /// Makes the local data of a helper thread's shadow of `worker`'s next
     /// units, on the helper thread. It is dropped at the end (and after a
-    /// shadow panicked), never given to `update` or `destroy_worker`.
+    /// shadow panicked), never given to `committed`, `update` or `destroy_worker`.
     ///
     /// The default calls [`init_worker`](Skeleton::init_worker); override
     /// it if that has effects other threads can see.
