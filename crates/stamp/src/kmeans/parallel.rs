@@ -7,7 +7,7 @@ use skelaff_stm::{TPtr, TVar, TxError, TxOps};
 use skelaff_worklist::{Affinity, ProcessCtx, Skeleton, WorkerInfo};
 
 use super::input::Points;
-use super::{Assign, nearest};
+use super::{Assign, Nearest};
 use crate::app::{AppError, CommonArgs};
 use crate::phases::Runs;
 
@@ -79,7 +79,7 @@ impl Drop for Accumulators {
 /// of `chunk` points.
 struct Step<'a> {
     points: &'a Points,
-    centers: &'a [f32],
+    centers: &'a Nearest,
     k: usize,
     chunk: usize,
     /// Memberships before this iteration (read only during the run).
@@ -113,7 +113,7 @@ impl Step<'_> {
         let start = start as usize;
         for i in start..(start + self.chunk).min(self.points.len()) {
             let p = self.points.point(i);
-            let c = nearest(p, self.centers, self.k);
+            let c = self.centers.of(p);
             if self.old[i] != c {
                 s.changed += 1;
             }
@@ -229,7 +229,9 @@ impl Assign for Parallel<'_> {
             self.acc = None;
         }
         let (_, acc) = self.acc.get_or_insert_with(|| (k, Accumulators::new(k, d)));
-        let step = Step { points: self.points, centers, k, chunk: self.chunk, old: &self.old, next: &self.next };
+        let nearest = Nearest::new(centers, k);
+        let step =
+            Step { points: self.points, centers: &nearest, k, chunk: self.chunk, old: &self.old, next: &self.next };
         let mut wl = self.common.builder(self.threads).build(&step, acc)?;
         wl.add_work_units((0..self.points.len()).step_by(self.chunk).map(|i| i as u32));
         self.runs.run(self.common, &mut wl)?;
