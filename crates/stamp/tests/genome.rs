@@ -10,7 +10,9 @@
 use std::process::ExitCode;
 
 use skelaff_stamp::app::main_for;
-use skelaff_stamp::genome::{Genome, GenomeArgs, Input, check, pack, sequence_on_skeleton, sequence_sequentially};
+use skelaff_stamp::genome::{
+    Dedup, Genome, GenomeArgs, Input, check, pack, sequence_on_skeleton, sequence_sequentially,
+};
 use skelaff_stamp::{App, AppError, CommonArgs};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -28,10 +30,10 @@ fn self_check_passes_under_every_policy_thread_count_and_distribution() {
     assert!(seq.passed(), "{:?}", seq.check);
     for policy in POLICIES {
         for distribution in DISTRIBUTIONS {
-            for threads in [1, 2] {
+            for (threads, dedup) in [(1, Dedup::Remembered), (2, Dedup::Remembered), (2, Dedup::Transactional)] {
                 let common = CommonArgs { policy, distribution, ..CommonArgs::default() };
-                let o = Genome::run(&small(threads), &common).unwrap();
-                let what = format!("{policy} {distribution} {threads} threads");
+                let o = Genome::run(&GenomeArgs { dedup, ..small(threads) }, &common).unwrap();
+                let what = format!("{policy} {distribution} {threads} threads {dedup:?}");
                 assert!(o.passed(), "{what}: {:?}", o.check);
                 for f in ["sequence_digest", "unique_segments", "passes", "chains"] {
                     assert_eq!(o.figures[f], seq.figures[f], "{what}: {f}");
@@ -39,6 +41,22 @@ fn self_check_passes_under_every_policy_thread_count_and_distribution() {
             }
         }
     }
+}
+
+#[test]
+fn remembered_segments_are_not_looked_up_again() {
+    // 65536 segments of 16 over a gene of 1024: about 64 copies of each.
+    let reads = |dedup| {
+        let args = GenomeArgs { dedup, number: 1 << 16, ..small(2) };
+        let o = Genome::run(&args, &CommonArgs::default()).unwrap();
+        assert!(o.passed(), "{dedup:?}: {:?}", o.check);
+        o.report.expect("a run on the skeleton has a report").stats().read_set_total
+    };
+    let (every, remembered) = (reads(Dedup::Transactional), reads(Dedup::Remembered));
+    assert!(
+        remembered * 4 < every,
+        "remembering skipped too few lookups: {remembered} transactional reads against {every}"
+    );
 }
 
 #[test]

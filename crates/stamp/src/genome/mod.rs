@@ -15,7 +15,8 @@
 //!
 //! Each parallel phase is one run of the worklist: phase 1's units are
 //! chunks of segments, each inserting its segments into the transactional
-//! hash set in one transaction; each overlap length of phase 2 is a run
+//! hash set in one transaction (by default skipping the segments its worker
+//! already saw committed there: [`Dedup`]); each overlap length of phase 2 is a run
 //! whose units are chunks of chain ends, linking in one transaction. Between
 //! runs one thread does what STAMP does between its barriers: it lists the
 //! distinct segments (sorted, so the entries are numbered the same way
@@ -53,6 +54,7 @@ use std::time::Instant;
 use serde_json::{Map, json};
 
 pub use input::{Input, MAX_SEGMENT, NUCLEOTIDES, pack, unpack};
+pub use sequencer::Dedup;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
 use sequencer::{Sequenced, SequentialBackend, Transactional, sequence};
@@ -91,11 +93,16 @@ pub struct GenomeArgs {
     /// Seed of the gene and of the segments.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// How phase 1's workers look segments up: remembered (each worker
+    /// skips the segments it already knows are in the shared set) or
+    /// transactional (every segment in a transaction, as STAMP).
+    #[arg(long, value_enum, default_value_t = Dedup::default())]
+    pub dedup: Dedup,
 }
 
 impl Default for GenomeArgs {
     fn default() -> Self {
-        GenomeArgs { gene: 256, segment: 16, number: 16384, threads: 1, seed: 0 }
+        GenomeArgs { gene: 256, segment: 16, number: 16384, threads: 1, seed: 0, dedup: Dedup::default() }
     }
 }
 
@@ -189,7 +196,7 @@ pub fn sequence_on_skeleton(input: &Input, threads: usize, common: &CommonArgs) 
             input.segment_length
         )));
     }
-    let mut b = Transactional::new(common, threads, input.gene.len().min(input.segments.len()));
+    let mut b = Transactional::new(common, threads, input.gene.len().min(input.segments.len()), Dedup::default());
     Ok(sequence(&mut b, &input.segments, input.segment_length)?.sequence)
 }
 
@@ -239,7 +246,7 @@ impl App for Genome {
             (seq, start.elapsed(), None)
         } else {
             crate::phases::prepare_before_timing()?;
-            let mut b = Transactional::new(common, args.threads, args.gene.min(input.segments.len()));
+            let mut b = Transactional::new(common, args.threads, args.gene.min(input.segments.len()), args.dedup);
             let start = Instant::now();
             let seq = sequence(&mut b, &input.segments, s)?;
             let time = start.elapsed();
@@ -255,6 +262,9 @@ impl App for Genome {
         figures.insert("sequence_length".into(), json!(seq.sequence.len()));
         figures.insert("sequence_digest".into(), json!(format!("{:016x}", crate::phases::digest(&seq.sequence))));
         figures.insert("threads".into(), json!(args.threads));
+        if !common.sequential {
+            figures.insert("dedup".into(), json!(format!("{:?}", args.dedup).to_lowercase()));
+        }
         let check = check(&input.gene, &seq.sequence);
         Ok(Outcome { app: Genome::NAME, report, time, check, figures })
     }

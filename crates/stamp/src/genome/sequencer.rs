@@ -210,6 +210,7 @@ pub(crate) struct Transactional<'a> {
     common: &'a CommonArgs,
     threads: usize,
     buckets: usize,
+    dedup: Dedup,
     entries: Vec<[TVar<u64>; FIELDS]>,
     pub(crate) runs: Runs,
 }
@@ -218,24 +219,55 @@ impl<'a> Transactional<'a> {
     /// `buckets`: the size of the hash set of phase 1 (STAMP sizes it by
     /// the gene length; the distinct segments are at most that many, and at
     /// most as many as the segments).
-    pub(crate) fn new(common: &'a CommonArgs, threads: usize, buckets: usize) -> Self {
-        Transactional { common, threads, buckets, entries: Vec::new(), runs: Runs::default() }
+    pub(crate) fn new(common: &'a CommonArgs, threads: usize, buckets: usize, dedup: Dedup) -> Self {
+        Transactional { common, threads, buckets, dedup, entries: Vec::new(), runs: Runs::default() }
     }
+}
+
+/// How phase 1 on the skeleton looks a segment up in the shared set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Dedup {
+    /// Each worker remembers, in a private hash set, the segments that its
+    /// committed transactions found in the shared set or put there, and
+    /// looks up only the others in a transaction. The set only grows
+    /// during phase 1, so a segment once in it stays in it and the
+    /// skipped insert would have changed nothing. Most segments are
+    /// duplicates (1,000 copies of each on STAMP's large input), so most
+    /// lookups become private ones, as in the sequential version; the
+    /// shared set ends the same. Each worker's private set holds at most
+    /// the distinct segments (16 bytes each). The default.
+    #[default]
+    Remembered,
+    /// Every segment is looked up (and inserted if absent) in the unit's
+    /// transaction, as STAMP does.
+    Transactional,
 }
 
 /// Phase 1 on the skeleton: a unit inserts a chunk of segments into the
 /// shared hash set (STAMP's `TMHASHTABLE_INSERT` of `CHUNK_STEP1`
-/// segments per transaction).
-struct Dedup<'a> {
+/// segments per transaction), skipping those its worker remembers
+/// ([`Dedup`]).
+struct Unique<'a> {
     segments: &'a [u128],
+    dedup: Dedup,
 }
 
-impl Skeleton for Dedup<'_> {
+/// A worker of phase 1: the segments known to be in the shared set, and
+/// those the running attempt looked up (remembered once it commits).
+#[derive(Default)]
+struct Known {
+    in_set: HashSet<u128, FxBuildHasher>,
+    looked_up: Vec<u128>,
+}
+
+impl Skeleton for Unique<'_> {
     type Unit = u32;
     type Shared = THashMap<u128, ()>;
-    type PerWorker = ();
+    type PerWorker = Known;
 
-    fn init_worker(&self, _: &THashMap<u128, ()>, _: &WorkerInfo) {}
+    fn init_worker(&self, _: &THashMap<u128, ()>, _: &WorkerInfo) -> Known {
+        Known::default()
+    }
 
     /// The chunk of segments the unit inserts.
     fn affinity(&self, &first: &u32, _: &THashMap<u128, ()>) -> Affinity {
@@ -246,18 +278,31 @@ impl Skeleton for Dedup<'_> {
         &self,
         tx: &mut X,
         &first: &u32,
-        _: &mut (),
+        known: &mut Known,
         set: &THashMap<u128, ()>,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let first = first as usize;
+        known.looked_up.clear();
+        let remember = self.dedup == Dedup::Remembered;
         for &k in &self.segments[first..(first + UNIQUE_CHUNK).min(self.segments.len())] {
+            if remember {
+                if known.in_set.contains(&k) {
+                    continue;
+                }
+                known.looked_up.push(k);
+            }
             // Most segments are duplicates: look first, insert when absent.
             if !set.contains(tx, &k)? {
                 set.insert(tx, k, ())?;
             }
         }
         Ok(())
+    }
+
+    /// Every segment the committed transaction looked up is in the set now.
+    fn committed(&self, _: &u32, known: &mut Known, _: &THashMap<u128, ()>) {
+        known.in_set.extend(known.looked_up.drain(..));
     }
 }
 
@@ -319,7 +364,7 @@ fn unit_starts(len: usize, chunk: usize) -> impl Iterator<Item = u32> {
 impl Backend for Transactional<'_> {
     fn unique(&mut self, segments: &[u128]) -> Result<Vec<u128>, AppError> {
         let set = THashMap::with_buckets(self.buckets);
-        let skel = Dedup { segments };
+        let skel = Unique { segments, dedup: self.dedup };
         let mut wl = self.common.builder(self.threads).build(&skel, &set)?;
         wl.add_work_units(unit_starts(segments.len(), UNIQUE_CHUNK));
         self.runs.run(self.common, &mut wl)?;
