@@ -32,7 +32,9 @@ fn every_policy_distribution_and_thread_count_finds_exactly_the_attacks() {
     stream.check(&reference).expect("the sequential version passes its check");
     assert!(!reference.flagged().is_empty());
     assert_eq!(run_sequential(&stream, MapKind::Hash), reference);
-    for (policy, map) in POLICIES.iter().flat_map(|&p| [(p, MapKind::Rbtree), (p, MapKind::Hash)]) {
+    assert_eq!(run_sequential(&stream, MapKind::Btree), reference);
+    let maps = [MapKind::Btree, MapKind::Rbtree, MapKind::Hash];
+    for (policy, map) in POLICIES.iter().flat_map(|&p| maps.map(|m| (p, m))) {
         for distribution in [Distribution::Shared, Distribution::PerNode] {
             for threads in [1, 2] {
                 let common = CommonArgs { policy, distribution, ..CommonArgs::default() };

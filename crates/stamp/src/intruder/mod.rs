@@ -10,7 +10,8 @@
 //! dictionary).
 //!
 //! On the skeleton a work-unit is one packet, and taking it from the pool
-//! is the capture. The reassembly map is a red-black tree as STAMP's
+//! is the capture. The reassembly map is a transactional B+tree
+//! (`--map btree`, the default), a red-black tree as STAMP's
 //! (`--map rbtree`) or a hash map (`--map hash`). A completed flow is checked in a new unit by default
 //! (`--detect-in new-unit`; see [`DetectIn`] for why), or in the same
 //! transaction (`--detect-in same-unit`).
@@ -69,8 +70,8 @@ pub struct IntruderArgs {
     /// unit that completed it.
     #[arg(long, value_enum, default_value_t = DetectIn::NewUnit)]
     pub detect_in: DetectIn,
-    /// The reassembly map: rbtree (STAMP's) or hash.
-    #[arg(long, value_enum, default_value_t = MapKind::Rbtree)]
+    /// The reassembly map: btree, rbtree (STAMP's) or hash.
+    #[arg(long, value_enum, default_value_t = MapKind::default())]
     pub map: MapKind,
 }
 
@@ -91,7 +92,7 @@ impl Default for IntruderArgs {
             seed: 1,
             threads: 1,
             detect_in: DetectIn::NewUnit,
-            map: MapKind::Rbtree,
+            map: MapKind::default(),
         }
     }
 }
