@@ -38,7 +38,7 @@ pub enum MapKind {
     /// about four times shallower than the red-black one; each flow's
     /// insert and remove copy a leaf of 16 entries. On STAMP's standard
     /// input (7.8 million packets, up to 262,144 flows in the map) it runs
-    /// 1.36x (1 worker) and 1.43x (2 workers) as fast as the red-black
+    /// 1.36x (1 worker) and 1.46x (2 workers) as fast as the red-black
     /// tree. The default.
     #[default]
     Btree,
