@@ -199,8 +199,14 @@ impl Backend for SequentialBackend {
     }
 }
 
-/// Segments per unit of phase 1.
+/// Segments per unit of phase 1 when every one is looked up in the
+/// transaction.
 pub(crate) const UNIQUE_CHUNK: usize = 256;
+/// Segments per unit of phase 1 when workers remember: most lookups are
+/// private ones of a few nanoseconds, so larger units keep the skeleton's
+/// per-unit cost (taking the unit, starting and committing the
+/// transaction) from dominating.
+pub(crate) const REMEMBERED_CHUNK: usize = 1024;
 /// Chain ends per unit of phase 2.
 pub(crate) const LINK_CHUNK: usize = 16;
 
@@ -241,6 +247,16 @@ pub enum Dedup {
     /// Every segment is looked up (and inserted if absent) in the unit's
     /// transaction, as STAMP does.
     Transactional,
+}
+
+impl Dedup {
+    /// Segments per unit of phase 1.
+    fn chunk(self) -> usize {
+        match self {
+            Dedup::Remembered => REMEMBERED_CHUNK,
+            Dedup::Transactional => UNIQUE_CHUNK,
+        }
+    }
 }
 
 /// Phase 1 on the skeleton: a unit inserts a chunk of segments into the
@@ -285,7 +301,7 @@ impl Skeleton for Unique<'_> {
         let first = first as usize;
         known.looked_up.clear();
         let remember = self.dedup == Dedup::Remembered;
-        for &k in &self.segments[first..(first + UNIQUE_CHUNK).min(self.segments.len())] {
+        for &k in &self.segments[first..(first + self.dedup.chunk()).min(self.segments.len())] {
             if remember {
                 if known.in_set.contains(&k) {
                     continue;
@@ -366,7 +382,7 @@ impl Backend for Transactional<'_> {
         let set = THashMap::with_buckets(self.buckets);
         let skel = Unique { segments, dedup: self.dedup };
         let mut wl = self.common.builder(self.threads).build(&skel, &set)?;
-        wl.add_work_units(unit_starts(segments.len(), UNIQUE_CHUNK));
+        wl.add_work_units(unit_starts(segments.len(), self.dedup.chunk()));
         self.runs.run(self.common, &mut wl)?;
         let mut keys: Vec<u128> = atomically(|tx| set.to_vec(tx)).into_iter().map(|(k, ())| k).collect();
         keys.sort_unstable();
