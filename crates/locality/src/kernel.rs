@@ -15,18 +15,6 @@ use crate::plan::PlacementPlan;
 use crate::profile::{Attribution, Profile};
 use skelaff_numa_alloc::{Apply, NodeSet, PageLocation, Placement, Policy, Topology};
 
-/// Maximal runs `(first page, pages)` of consecutive page numbers in a sorted list.
-fn runs(pages: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for p in pages {
-        match out.last_mut() {
-            Some((start, len)) if *start + *len == p => *len += 1,
-            _ => out.push((p, 1)),
-        }
-    }
-    out
-}
-
 /// Where the kernel has each of `pages` (sorted, distinct): `Some(node)` for
 /// resident pages, `None` for pages not resident or unknown.
 ///
@@ -34,17 +22,24 @@ fn runs(pages: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
 ///
 /// [`Error::Numa`] when `move_pages` fails as a whole.
 pub fn page_nodes(pages: &[u64], page_size: u64) -> Result<Vec<Option<u16>>> {
-    let mut out = Vec::with_capacity(pages.len());
-    for (start, len) in runs(pages.iter().copied()) {
-        let addr = (start * page_size) as usize as *const u8;
-        let p = Placement::query(addr, (len * page_size) as usize, page_size as usize)
-            .map_err(|source| Error::Numa { what: format!("asking where pages {start:#x}+{len} are"), source })?;
-        out.extend(p.pages().iter().map(|l| match *l {
+    // One `move_pages` per 4096 pages: sampled pages are scattered, and a
+    // call per run of consecutive pages cost a system call per few pages.
+    let addrs: Vec<*const u8> = pages.iter().map(|&p| (p * page_size) as usize as *const u8).collect();
+    let found = Placement::locate_pages(&addrs).map_err(|source| Error::Numa {
+        what: format!(
+            "asking where {} sampled pages are (the first {:#x})",
+            pages.len(),
+            pages.first().copied().unwrap_or(0)
+        ),
+        source,
+    })?;
+    Ok(found
+        .into_iter()
+        .map(|l| match l {
             PageLocation::Node(n) => u16::try_from(n).ok(),
             PageLocation::NotResident | PageLocation::Unknown(_) => None,
-        }));
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 impl Profile {
@@ -57,11 +52,22 @@ impl Profile {
     /// [`Error::Numa`] when the kernel cannot be asked, and
     /// [`Error::BadAccess`] when it names a node the profile's machine lacks
     /// (the profile was recorded for another machine than this one).
-    pub fn attribute_at_end(self) -> Result<Profile> {
+    pub fn attribute_at_end(mut self) -> Result<Profile> {
+        self.attribute_now()?;
+        Ok(self)
+    }
+
+    /// [`attribute_at_end`](Profile::attribute_at_end) in place: on an
+    /// error the profile is left unattributed, samples and all.
+    ///
+    /// # Errors
+    ///
+    /// As [`attribute_at_end`](Profile::attribute_at_end).
+    pub fn attribute_now(&mut self) -> Result<()> {
         let pages = self.pages();
         let nodes = page_nodes(&pages, self.header().page_size)?;
-        let homes: std::collections::HashMap<u64, Option<u16>> = pages.into_iter().zip(nodes).collect();
-        self.attributed(Attribution::AtEnd, |p| homes.get(&p).copied().flatten())
+        // `pages` is sorted: a binary search finds each access's page.
+        self.attribute(Attribution::AtEnd, |p| pages.binary_search(&p).ok().and_then(|i| nodes[i]))
     }
 }
 
@@ -111,12 +117,6 @@ impl PlacementPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn runs_of_consecutive_pages() {
-        assert_eq!(runs([1, 2, 3, 7, 9, 10]), [(1, 3), (7, 1), (9, 2)]);
-        assert!(runs([]).is_empty());
-    }
 
     #[test]
     fn pages_of_this_process_are_found_on_a_node() {

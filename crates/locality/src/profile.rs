@@ -10,8 +10,6 @@
 //! are not seen), and a full buffer thins its samples (see
 //! [`Recorder`](crate::Recorder)).
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -272,7 +270,10 @@ impl Profile {
 
     /// The distinct pages sampled, ascending.
     pub fn pages(&self) -> Vec<u64> {
-        self.accesses.iter().map(|a| a.page).collect::<BTreeSet<_>>().into_iter().collect()
+        let mut pages: Vec<u64> = self.accesses.iter().map(|a| a.page).collect();
+        pages.sort_unstable();
+        pages.dedup();
+        pages
     }
 
     /// The same profile with every access's home set from `home_of(page)`
@@ -282,27 +283,39 @@ impl Profile {
     /// # Errors
     ///
     /// [`Error::BadAccess`] when `home_of` names a node the machine lacks.
-    pub fn attributed(
-        mut self,
-        attribution: Attribution,
-        mut home_of: impl FnMut(u64) -> Option<u16>,
-    ) -> Result<Profile> {
+    pub fn attributed(mut self, attribution: Attribution, home_of: impl FnMut(u64) -> Option<u16>) -> Result<Profile> {
+        self.attribute(attribution, home_of)?;
+        Ok(self)
+    }
+
+    /// [`attributed`](Profile::attributed) in place: on an error the
+    /// profile is left as it was, so a caller that cannot attribute keeps
+    /// its samples without having copied them first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadAccess`] when `home_of` names a node the machine lacks.
+    pub fn attribute(&mut self, attribution: Attribution, mut home_of: impl FnMut(u64) -> Option<u16>) -> Result<()> {
         let nodes = self.machine().nodes();
-        for (index, a) in self.accesses.iter_mut().enumerate() {
-            a.home = home_of(a.page);
-            if let Some(h) = a.home.filter(|&h| usize::from(h) >= nodes) {
-                return Err(Error::BadAccess {
-                    index,
-                    reason: format!(
-                        "page {:#x} is said to be on node {h}, which {} lacks",
-                        a.page,
-                        self.header.machine.name()
-                    ),
-                });
-            }
+        // Asked once per access and kept, then written only when all are valid.
+        let homes: Vec<Option<u16>> = self.accesses.iter().map(|a| home_of(a.page)).collect();
+        if let Some((index, h)) =
+            homes.iter().enumerate().find_map(|(i, h)| h.filter(|&h| usize::from(h) >= nodes).map(|h| (i, h)))
+        {
+            return Err(Error::BadAccess {
+                index,
+                reason: format!(
+                    "page {:#x} is said to be on node {h}, which {} lacks",
+                    self.accesses[index].page,
+                    self.header.machine.name()
+                ),
+            });
+        }
+        for (a, h) in self.accesses.iter_mut().zip(homes) {
+            a.home = h;
         }
         self.header.attribution = attribution;
-        Ok(self)
+        Ok(())
     }
 
     /// Splits into header and accesses.
@@ -343,6 +356,18 @@ mod tests {
         assert_eq!(q.accesses().iter().map(|a| a.home).collect::<Vec<_>>(), [None, Some(0)]);
         assert_eq!(q.header().attribution, Attribution::AtEnd);
         assert!(p.attributed(Attribution::AtEnd, |_| Some(3)).is_err());
+    }
+
+    #[test]
+    fn a_refused_attribution_in_place_leaves_the_profile_as_it_was() {
+        let mut p = Profile::new(header(2), vec![Access::read(1, 0, 0, 0), Access::read(2, 1, 1, 1)]).unwrap();
+        let before = p.clone();
+        // The first page's node is valid, the second's is not: nothing is written.
+        let e = p.attribute(Attribution::AtEnd, |page| Some(if page == 1 { 0 } else { 5 })).unwrap_err().to_string();
+        assert!(e.contains("access 1") && e.contains("node 5"), "{e}");
+        assert_eq!(p, before);
+        p.attribute(Attribution::AtEnd, |_| Some(1)).unwrap();
+        assert!(p.accesses().iter().all(|a| a.home == Some(1)));
     }
 
     #[test]

@@ -92,6 +92,27 @@ pub enum PageLocation {
     Unknown(i32),
 }
 
+/// `move_pages` without target nodes over `count` addresses, 4096 at a time.
+fn locate(addrs: impl Iterator<Item = *const u8>, count: usize) -> Result<Vec<PageLocation>> {
+    const BATCH: usize = 4096;
+    let mut pages = Vec::with_capacity(count);
+    let mut batch = Vec::with_capacity(BATCH.min(count));
+    let mut status = vec![0; BATCH.min(count)];
+    let mut addrs = addrs.peekable();
+    while addrs.peek().is_some() {
+        batch.clear();
+        batch.extend(addrs.by_ref().take(BATCH));
+        let n = batch.len();
+        sys::move_pages(&batch, None, &mut status[..n], 0)?;
+        pages.extend(status[..n].iter().map(|&s| match s {
+            s if s >= 0 => PageLocation::Node(s as usize),
+            s if s == -libc::ENOENT || s == -libc::EFAULT => PageLocation::NotResident,
+            s => PageLocation::Unknown(-s),
+        }));
+    }
+    Ok(pages)
+}
+
 /// The kernel's answer to "where is each page of this region?".
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Placement {
@@ -107,25 +128,32 @@ impl Placement {
     ///
     /// [`Error::Sys`] if `move_pages` fails as a whole.
     pub fn query(addr: *const u8, len: usize, page_size: usize) -> Result<Placement> {
-        const BATCH: usize = 4096;
         let count = len.div_ceil(page_size);
-        let mut pages = Vec::with_capacity(count);
-        let mut addrs = Vec::with_capacity(BATCH.min(count));
-        let mut status = vec![0; BATCH.min(count)];
-        let mut i = 0;
-        while i < count {
-            let n = BATCH.min(count - i);
-            addrs.clear();
-            addrs.extend((i..i + n).map(|p| addr.wrapping_add(p * page_size)));
-            sys::move_pages(&addrs, None, &mut status[..n], 0)?;
-            pages.extend(status[..n].iter().map(|&s| match s {
-                s if s >= 0 => PageLocation::Node(s as usize),
-                s if s == -libc::ENOENT || s == -libc::EFAULT => PageLocation::NotResident,
-                s => PageLocation::Unknown(-s),
-            }));
-            i += n;
-        }
+        let pages = locate((0..count).map(|p| addr.wrapping_add(p * page_size)), count)?;
         Ok(Placement { page_size, pages })
+    }
+
+    /// Asks the kernel where each page holding one of `addrs` is, in the
+    /// order given: one `move_pages` per 4096 addresses however scattered
+    /// they are (a region's [`query`](Placement::query) asks for
+    /// consecutive pages; this is for pages sampled all over the heap).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sys`] if `move_pages` fails as a whole.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_numa_alloc::{PageLocation, Placement};
+    ///
+    /// let (a, b) = (vec![1u8; 64], vec![2u8; 64]);
+    /// let found = Placement::locate_pages(&[a.as_ptr(), b.as_ptr()])?;
+    /// assert!(found.iter().all(|l| matches!(l, PageLocation::Node(_))));
+    /// # Ok::<(), skelaff_numa_alloc::Error>(())
+    /// ```
+    pub fn locate_pages(addrs: &[*const u8]) -> Result<Vec<PageLocation>> {
+        locate(addrs.iter().copied(), addrs.len())
     }
 
     /// The page size the query used.

@@ -9,11 +9,14 @@
 //! committed ones. A sample's time is the end of the batch of up to
 //! [`DRAIN_UNITS`] units that made it (the sampler keeps no clock, and
 //! reading the clock and draining after every unit cost 5–8% of the run of
-//! an application whose units take a microsecond, such as vacation's), so
-//! times have the resolution of a few units. The pages'
-//! nodes are asked of the kernel (`move_pages`) once, at the end of the run,
-//! while the skeleton's data is still alive: right for the page policies,
-//! which never move a page once placed.
+//! an application whose units take a microsecond, such as vacation's; after
+//! every 16 units, timed inside the workers, still 3–5%), so times have the
+//! resolution of some tens of units (tens of microseconds for vacation).
+//! The pages' nodes are asked of the kernel (`move_pages`) once, at the
+//! end of the run, while the skeleton's data is still alive: right for the
+//! page policies, which never move a page once placed. That end costs about
+//! half a microsecond per distinct sampled page, with no copy of the
+//! samples.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,8 +34,13 @@ use skelaff_stm::sampler;
 /// (beyond, samples are counted as dropped).
 const UNIT_SAMPLES: usize = 1 << 16;
 
+/// Samples a worker's recorder makes room for when it starts (at most its
+/// capacity): enough for a run of tens of milliseconds at the default
+/// period without regrowing.
+const RECORDER_RESERVE: usize = 1 << 14;
+
 /// Units between two drains of the STM sampler into the recorder.
-pub(crate) const DRAIN_UNITS: u32 = 16;
+pub(crate) const DRAIN_UNITS: u32 = 64;
 
 /// One worker's share of the profile while it runs.
 pub(crate) struct WorkerSampler {
@@ -68,7 +76,11 @@ impl WorkerSampler {
         Ok(WorkerSampler {
             thread: u16::try_from(thread).unwrap_or(u16::MAX),
             node: u16::try_from(node).unwrap_or(u16::MAX),
-            recorder: Recorder::new(every, Overflow::Thin),
+            recorder: {
+                let mut r = Recorder::new(every, Overflow::Thin);
+                r.reserve(RECORDER_RESERVE);
+                r
+            },
             seen: 0,
             dropped: 0,
             unit: sampler::Samples::default(),
@@ -208,13 +220,18 @@ impl AccessProfile {
         header.discarded += dropped;
         let profile = Profile::new(header, accesses).map_err(|e| e.to_string())?;
         let intended = intended_nodes(&profile);
-        let attributed = match &migration {
-            Some(log) => profile.clone().attribute_with_moves(&log.moves),
-            None => profile.clone().attribute_at_end(),
-        };
-        let (profile, attribution_error) = match attributed {
-            Ok(p) => (p, None),
-            Err(e) => (profile, Some(e.to_string())),
+        let (profile, attribution_error) = match &migration {
+            Some(log) => match profile.clone().attribute_with_moves(&log.moves) {
+                Ok(p) => (p, None),
+                Err(e) => (profile, Some(e.to_string())),
+            },
+            // In place, without a copy of the samples: on an error the
+            // profile stays as it was, unattributed.
+            None => {
+                let mut profile = profile;
+                let error = profile.attribute_now().err().map(|e| e.to_string());
+                (profile, error)
+            }
         };
         Ok(AccessProfile { profile, intended, attribution_error, migration })
     }
@@ -293,14 +310,21 @@ impl AccessProfile {
 /// chunk's policy names one.
 fn intended_nodes(profile: &Profile) -> BTreeMap<u64, u16> {
     let page_size = profile.header().page_size;
+    // Pages come sorted, so runs of them share a chunk: its header is read
+    // once per run, not once per page.
+    let mut last: Option<skelaff_numa_alloc::alloc::ChunkInfo> = None;
     profile
         .pages()
         .into_iter()
         .filter_map(|page| {
             let addr = (page * page_size) as usize;
-            let chunk = skelaff_numa_alloc::alloc::chunk_info(addr as *const u8)?;
-            let node = chunk.intended_node(addr - chunk.start)?;
-            Some((page, u16::try_from(node).ok()?))
+            let chunk = match last.take() {
+                Some(c) if (c.start..c.start + c.len).contains(&addr) => c,
+                _ => skelaff_numa_alloc::alloc::chunk_info(addr as *const u8)?,
+            };
+            let node = chunk.intended_node(addr - chunk.start);
+            last = Some(chunk);
+            Some((page, u16::try_from(node?).ok()?))
         })
         .collect()
 }
