@@ -41,6 +41,13 @@ use skelaff::worklist::{
 
 use skelaff_bench_support::chase;
 
+/// The applications' allocations follow each worker's page policy, as in
+/// `skelaff run`: the STAMP figures are then those of the CLI's runs (with
+/// the C library's allocator, a helper's shadow of yada spent a fifth of
+/// its time consolidating free lists the worker's frees had filled).
+#[global_allocator]
+static ALLOC: skelaff::numa::alloc::NumaAlloc = skelaff::numa::alloc::NumaAlloc::new();
+
 #[derive(Parser, Debug)]
 struct Args {
     /// Which figures: chase, idle, stamp (comma-separated).
