@@ -18,6 +18,13 @@ class=${2:?class S, W, A, B or C}
 np=${3:?number of MPI ranks}
 shift 3
 [ -f "$dir/CG/cg.f" ] || { echo "npb-cg-mpi.sh: $dir/CG/cg.f not found" >&2; exit 2; }
+# OpenMPI's mpif90 wraps gfortran, which libopenmpi-dev does not pull in.
+for tool in mpif90 mpirun gfortran; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "npb-cg-mpi.sh: $tool not found (Debian: apt-get install openmpi-bin libopenmpi-dev gfortran)" >&2
+        exit 2
+    }
+done
 build=${NPB_BUILD_DIR:-target/peers/NPB3.4-MPI}
 if [ ! -f "$build/CG/cg.f" ]; then
     mkdir -p "$build"
