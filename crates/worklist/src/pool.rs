@@ -38,7 +38,8 @@ pub enum Distribution {
     Shared,
     /// A queue per NUMA node and a deque per worker: a worker takes from its
     /// own deque, then its node's queue, then steals from workers of its
-    /// node, then from other nodes. Units a worker adds stay on its deque.
+    /// node, then from other nodes one unit at a time (the rest stays for
+    /// that node's workers). Units a worker adds stay on its deque.
     #[default]
     #[strum(to_string = "per-node", serialize = "pernode")]
     PerNode,
@@ -186,9 +187,17 @@ impl<U: Send> Pool<U> {
                 for n in order {
                     let (inj, stealers) = &nodes[n];
                     loop {
-                        let found = inj
-                            .steal_batch_and_pop(deque)
-                            .or_else(|| stealers.iter().map(|s| s.steal_batch_and_pop(deque)).collect::<Steal<U>>());
+                        // From its own node a worker takes a batch; from
+                        // another node only the unit it runs now, so the
+                        // rest stays for that node's workers (a thief that
+                        // took half a remote queue ran it all away from its
+                        // data, and routed units lost their home).
+                        let found = if n == *node {
+                            inj.steal_batch_and_pop(deque)
+                                .or_else(|| stealers.iter().map(|s| s.steal_batch_and_pop(deque)).collect::<Steal<U>>())
+                        } else {
+                            inj.steal().or_else(|| stealers.iter().map(Stealer::steal).collect::<Steal<U>>())
+                        };
                         match found {
                             Steal::Success(u) => return Some(u),
                             Steal::Empty => break,
@@ -364,6 +373,29 @@ mod tests {
         shared.push_routed(&sl[0], [3].into_iter(), |_| Some(0));
         let got: Vec<i32> = std::iter::from_fn(|| shared.take(&sl[0])).collect();
         assert_eq!(got, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_worker_takes_one_unit_at_a_time_from_another_node() {
+        // Worker 0 on node 0, worker 1 on node 1; every unit lives on node 0.
+        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(0), Some(1)]);
+        pool.seed_routed((0..40).collect(), |_| pool.queue_of(0));
+        // Worker 1's own node has nothing: it takes one remote unit, not a batch.
+        assert_eq!(pool.take(&locals[1]), Some(0));
+        assert!(matches!(&locals[1], WorkerQueue::PerNode { deque, .. } if deque.is_empty()));
+        // Worker 0 takes a batch from its own node's queue into its deque.
+        assert_eq!(pool.take(&locals[0]), Some(1));
+        assert!(matches!(&locals[0], WorkerQueue::PerNode { deque, .. } if !deque.is_empty()));
+        // The rest of node 0's queue, then worker 0's deque (stealing from
+        // a remote worker is one unit too): the 38 units left, each once,
+        // and never more than one on worker 1's deque.
+        let mut remote = Vec::new();
+        while let Some(u) = pool.take(&locals[1]) {
+            remote.push(u);
+            assert!(matches!(&locals[1], WorkerQueue::PerNode { deque, .. } if deque.is_empty()), "after unit {u}");
+        }
+        remote.sort_unstable();
+        assert_eq!(remote, (2..40).collect::<Vec<i32>>());
     }
 
     #[test]
