@@ -114,8 +114,9 @@ struct Blocks<'r> {
 
 #[derive(Default)]
 struct Homes {
-    /// Per unit: (the worker's node, the block's node as the kernel says).
-    runs: Mutex<Vec<(Option<usize>, Option<usize>)>>,
+    /// Per unit, in the order each worker ran them: (the worker's index,
+    /// its node, the block's node as the kernel says).
+    runs: Mutex<Vec<(usize, Option<usize>, Option<usize>)>>,
     /// Workers past `init_worker`: every worker waits there for the others,
     /// so none starts so early (threads start milliseconds apart under
     /// TCG) that it steals the other nodes' queues empty before their
@@ -154,14 +155,24 @@ impl Skeleton for Blocks<'_> {
         let sum: u64 = data.iter().map(|&x| u64::from(x)).sum();
         std::hint::black_box(sum);
         let page = Placement::query(data.as_ptr(), 1, 4096).ok().and_then(|p| p.node_of(0));
-        homes.runs.lock().push((ctx.worker().node, page));
+        homes.runs.lock().push((ctx.worker().index, ctx.worker().node, page));
         Ok(())
     }
 }
 
-/// Runs the block units with affinity scheduling `on`: (share of units run
-/// on their block's node by the test's own count, the report's figures).
-fn affinity_run(threads: usize, on: bool) -> Result<(f64, skelaff_worklist::AffinityFigures), String> {
+/// What one run of the block units showed.
+struct AffinityRun {
+    /// Share of units run on their block's node, by the test's own count.
+    share: f64,
+    /// The report's figures.
+    figures: skelaff_worklist::AffinityFigures,
+    /// A worker that ran a unit of its own node after one of another node
+    /// (worker index, the unit's position in its sequence), if any.
+    home_after_away: Option<(usize, usize)>,
+}
+
+/// Runs the block units with affinity scheduling `on`.
+fn affinity_run(threads: usize, on: bool) -> Result<AffinityRun, String> {
     let topo = Topology::get().map_err(|e| e.to_string())?;
     let nodes = topo.nodes_with_cpus();
     let block = BLOCK_PAGES * 4096;
@@ -179,11 +190,25 @@ fn affinity_run(threads: usize, on: bool) -> Result<(f64, skelaff_worklist::Affi
     wl.add_work_units(0..blocks);
     let report = wl.run().map_err(|e| e.to_string())?;
     let runs = homes.runs.into_inner();
-    if runs.len() != blocks || runs.iter().any(|(w, p)| w.is_none() || p.is_none()) {
+    if runs.len() != blocks || runs.iter().any(|(_, w, p)| w.is_none() || p.is_none()) {
         return Err(format!("{} runs for {blocks} blocks, or a worker or page without a node", runs.len()));
     }
-    let home = runs.iter().filter(|(w, p)| w == p).count();
-    Ok((home as f64 / blocks as f64, report.affinity()))
+    let home = runs.iter().filter(|(_, w, p)| w == p).count();
+    // A worker takes a unit of another node only when its own node's queue
+    // and deques are empty, and no unit is generated: once it ran one, a
+    // correctly routed run gives it none of its own node again.
+    let mut home_after_away = None;
+    for worker in 0..threads {
+        let mine = runs.iter().filter(|r| r.0 == worker).map(|(_, w, p)| w == p);
+        let mut away = false;
+        for (i, at_home) in mine.enumerate() {
+            if at_home && away {
+                home_after_away.get_or_insert((worker, i));
+            }
+            away |= !at_home;
+        }
+    }
+    Ok(AffinityRun { share: home as f64 / blocks as f64, figures: report.affinity(), home_after_away })
 }
 
 fn main() -> ExitCode {
@@ -227,8 +252,9 @@ fn main() -> ExitCode {
         Ok(())
     });
     s.check("affinity scheduling: units run on their data's node", || {
-        let (off_share, off) = affinity_run(threads, false)?;
-        let (on_share, on) = affinity_run(threads, true)?;
+        let off_run = affinity_run(threads, false)?;
+        let on_run = affinity_run(threads, true)?;
+        let (off_share, off, on_share, on) = (off_run.share, off_run.figures, on_run.share, on_run.figures);
         println!("     units on their block's node: {off_share:.3} without the hint, {on_share:.3} with it ({on})");
         if off != skelaff_worklist::AffinityFigures::default() {
             return Err(format!("affinity figures with scheduling off: {off:?}"));
@@ -237,12 +263,22 @@ fn main() -> ExitCode {
         if on.hinted != 64 * spec.nodes as u64 || on.unresolved != 0 || counted > 1e-9 {
             return Err(format!("the report's figures {on:?} disagree with the test's own count {on_share:.3}"));
         }
-        // Stealing at the end of the run may take a few units away from
-        // home; without the hint, a unit is at home by chance (1 in n).
+        // Without the hint a unit is at home by chance (1 in n). With it,
+        // how many units other nodes' workers take once theirs run out
+        // depends on how fast the emulated CPUs run (a slow vCPU under TCG
+        // has units taken: 0.74 once on 4x1 where 0.98 is usual), so the
+        // share only has to be clearly above chance; what is exact is the
+        // order: every worker ran all the units it ran of its own node
+        // before any of another's.
         let chance = 1.0 / threads as f64 + 0.2;
-        if threads > 1 && (on_share < 0.75 || off_share > chance) {
+        if threads > 1 && (on_share < 0.5 || off_share > chance) {
             return Err(format!(
-                "home share {on_share:.3} with the hint (want >= 0.75), {off_share:.3} without (want <= {chance:.2})"
+                "home share {on_share:.3} with the hint (want >= 0.5), {off_share:.3} without (want <= {chance:.2})"
+            ));
+        }
+        if let Some((worker, i)) = on_run.home_after_away {
+            return Err(format!(
+                "with the hint, worker {worker} ran a unit of its own node (its unit {i}) after one of another node"
             ));
         }
         Ok(())
