@@ -24,7 +24,12 @@ use skelaff_numa_alloc::{Apply, NodeSet, PageLocation, Placement, Policy, Topolo
 pub fn page_nodes(pages: &[u64], page_size: u64) -> Result<Vec<Option<u16>>> {
     // One `move_pages` per 4096 pages: sampled pages are scattered, and a
     // call per run of consecutive pages cost a system call per few pages.
-    let addrs: Vec<*const u8> = pages.iter().map(|&p| (p * page_size) as usize as *const u8).collect();
+    // A page number past the address space (a profile from elsewhere) maps
+    // to the last address, which the kernel reports as not mapped.
+    let addrs: Vec<*const u8> = pages
+        .iter()
+        .map(|&p| usize::try_from(p.saturating_mul(page_size)).unwrap_or(usize::MAX) as *const u8)
+        .collect();
     let found = Placement::locate_pages(&addrs).map_err(|source| Error::Numa {
         what: format!(
             "asking where {} sampled pages are (the first {:#x})",
@@ -58,7 +63,7 @@ impl Profile {
     }
 
     /// [`attribute_at_end`](Profile::attribute_at_end) in place: on an
-    /// error the profile is left unattributed, samples and all.
+    /// error the profile is left as it was, samples and homes.
     ///
     /// # Errors
     ///
@@ -117,6 +122,11 @@ impl PlacementPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_past_the_address_space_are_not_resident_rather_than_a_panic() {
+        assert_eq!(page_nodes(&[u64::MAX / 2, u64::MAX], 4096).unwrap(), [None, None]);
+    }
 
     #[test]
     fn pages_of_this_process_are_found_on_a_node() {
