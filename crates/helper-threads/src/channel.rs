@@ -128,6 +128,9 @@ pub struct WorkerSide {
     quiet_done: u64,
     /// The unit running now took the fast path (so does its commit).
     quiet_now: bool,
+    /// The probe waits at its on-window for a run with a helper thread:
+    /// every unit left in this one takes the fast path, untold.
+    probe_waits: bool,
 }
 
 impl WorkerSide {
@@ -148,6 +151,7 @@ impl WorkerSide {
             quiet_left: 0,
             quiet_done: 0,
             quiet_now: false,
+            probe_waits: false,
         }
     }
 
@@ -157,7 +161,7 @@ impl WorkerSide {
         let n = std::mem::take(&mut self.quiet_done);
         if n > 0 {
             self.off_left = self.off_left.saturating_sub(n);
-            if let Some(p) = &mut self.probe {
+            if let Some(p) = self.probe.as_mut().filter(|_| !self.probe_waits) {
                 p.skip(n);
             }
         }
@@ -287,8 +291,13 @@ impl<U> HelperChannel<U> {
             }
             // The units after this one that the probe keeps off for sure
             // take the fast path (this one is committed the full way). Not
-            // while the tuner's own off count runs: it ends at a unit of its own.
-            if side.off_left == 0 && !side.without_thread {
+            // while the tuner's own off count runs: it ends at a unit of
+            // its own. Without a helper thread, a probe that reached its
+            // on-window keeps the helper off for the rest of the run.
+            if side.without_thread && side.probe.as_ref().is_some_and(Probe::helper_on) {
+                side.probe_waits = true;
+                side.quiet_left = u64::MAX;
+            } else if side.off_left == 0 || side.without_thread {
                 side.quiet_left = side.probe.as_ref().map_or(0, Probe::certainly_off_after);
             }
             return start;

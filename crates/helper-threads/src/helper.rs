@@ -67,9 +67,9 @@ where
 
     fn channel(&self, worker: &WorkerInfo, helper: Option<HelperPlace>) -> HelperChannel<S::Unit> {
         let ch = HelperChannel::new(*worker, helper);
-        // Where the last run left the probe: switched off, the helper
-        // thread is not started in this run.
-        let off = self.probe_for(worker.index).is_some_and(|p| !p.helper_on());
+        // Where the last run left the probe: in an off stretch, the
+        // helper thread is not started in this run.
+        let off = self.probe_for(worker.index).is_some_and(|p| !p.wants_thread());
         ch.without_thread.store(off, Ordering::Relaxed);
         ch
     }

@@ -28,21 +28,32 @@
 //! Coverage says whether the shadow reads what the worker reads, not
 //! whether that was worth it (the data may have been in cache anyway). So
 //! the worker also measures it directly ([`Probe`]): it times each unit
-//! from its start to its commit, and alternates windows of `probe_units`
-//! units with the helper on and windows with it off. If the units run
-//! with the helper are not faster by `margin`, the helper is switched off
-//! for a stretch that grows fourfold each time (up to 256 windows); if
-//! they are, the next probe comes after a stretch that doubles with every
-//! paying probe in a row and starts again at one window after a probe that
-//! did not pay (unit times are noisy: one lucky probe must not keep a
-//! useless helper on for long). A
-//! helper that cannot help (the data is in cache already, so shadowing it
-//! only moves lines between the caches) is thus on for one window in the
-//! first two, then for ever fewer (the four windows of its first 3000
-//! units or so, then one in 258 windows: under half a percent of the
-//! units in a long run). Where the probe
-//! stands carries over to the next run of the same `HelperThreads` (kmeans
-//! and genome are made of many short runs).
+//! from its start to its commit, and compares a window of `probe_units`
+//! helped units with the unhelped windows on both sides of it (off, on,
+//! off, so that a trend in unit times, such as a phase whose later units
+//! find less left to do, falls on both sides alike; the first measurement
+//! has only the window after it). Windows, not units in turn: the helper
+//! shadows the unit *after* the one the worker runs, so what it costs
+//! falls on the unit before a helped one. If the helped units are not
+//! faster by `margin`, the helper is switched off for a stretch that grows
+//! fourfold each time (up to 256 windows); if they are, the next
+//! measurement comes after a stretch that doubles with every paying one in
+//! a row and starts again at one window after one that did not pay (unit
+//! times are noisy: one lucky measurement must not keep a useless helper
+//! on for long). An on-window ends early once it has [`EARLY_UNITS`]
+//! helped units that take [`CLEAR_LOSS`] longer on average than the off
+//! window before it: a helper that slows units down (genome's shadows read
+//! the hash-set lines the worker then writes, so on cores without a shared
+//! cache each write becomes a coherence miss) then costs a quarter of a
+//! window per measurement, not a whole one. A helper that cannot help (the
+//! data is in cache already, so shadowing it only moves lines between the
+//! caches) is thus on for one window in the first three, then for ever
+//! fewer (the four on-windows of its first 3000 units or so, then one in
+//! 259 windows: under half a percent of the units in a long run). Where the probe
+//! stands, a half-measured window's figures included, carries over to the
+//! next run of the same `HelperThreads` (kmeans and genome are made of
+//! many short runs), and a run starts its helper thread only if, as long as
+//! the last one, it would reach an on-window ([`Probe::wants_thread`]).
 
 use std::time::Duration;
 
@@ -67,8 +78,9 @@ pub struct Tuning {
     pub off_units: u64,
     /// Most worker accesses recorded per sampled unit.
     pub sample_cap: usize,
-    /// Units per timing window (0: no timing probe). Small windows decide
-    /// sooner, at the price of noisier means (the margin absorbs some).
+    /// Timed units per measurement, half of them helped (0: no timing
+    /// probe; rounded up to a multiple of 4). Small windows decide sooner,
+    /// at the price of noisier means (the margin absorbs some).
     pub probe_units: u32,
     /// How much faster units must run with the helper for it to stay on.
     pub margin: f64,
@@ -119,9 +131,9 @@ pub(crate) struct Probe {
     units: u64,
     margin: f64,
     phase: Phase,
-    /// Helped units' time and count in the current on-window.
+    /// Helped units' time and count in the current measurement's on-window.
     on: (Duration, u64),
-    /// Unhelped units' time and count in the current probe window.
+    /// Unhelped units' time and count in its off windows.
     off: (Duration, u64),
     /// Windows before trying again after a probe where the helper did not
     /// pay: grows fourfold with every such probe, and never shrinks.
@@ -131,6 +143,10 @@ pub(crate) struct Probe {
     /// probe where it did not (so one lucky probe of a helper that does not
     /// pay keeps it on for one window, not for a long stretch).
     paid_stretch: u64,
+    /// Units told so far in this run ...
+    run_units: u64,
+    /// ... and in the last run that told any (`None`: no run yet).
+    last_run_units: Option<u64>,
     pub(crate) probes: u64,
     pub(crate) paid: u64,
     pub(crate) switched_off: u64,
@@ -141,7 +157,8 @@ pub(crate) struct Probe {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Helper on, measuring (or not, when `measure` is false) for `left` more units.
+    /// Helper on, measuring (or not, when `measure` is false) for `left`
+    /// more units.
     On { left: u64, measure: bool },
     /// Helper off, measuring, for `left` more units.
     Probe { left: u64 },
@@ -151,13 +168,24 @@ enum Phase {
 
 /// Where a probe stands, carried from one skeleton run to the next of the
 /// same [`HelperThreads`](crate::HelperThreads) (programs made of many
-/// short runs would otherwise pay a fresh on-window in every one).
+/// short runs would otherwise pay a fresh measurement in every one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProbeState {
     phase: Phase,
+    on: (Duration, u64),
+    off: (Duration, u64),
     stretch: u64,
     paid_stretch: u64,
+    run_units: Option<u64>,
 }
+
+/// Units on each side a measurement needs before it can end early on a
+/// clear loss ...
+pub(crate) const EARLY_UNITS: u64 = 8;
+/// ... which is when the helped units' mean time is this much above the
+/// unhelped units' (a quarter slower: far outside the few percent a mean
+/// moves between runs of the same units).
+pub(crate) const CLEAR_LOSS: f64 = 0.25;
 
 /// Each stretch is this many times the one before ...
 const GROWTH: u64 = 4;
@@ -175,6 +203,8 @@ impl Probe {
             off: (Duration::ZERO, 0),
             stretch: 1,
             paid_stretch: 1,
+            run_units: 0,
+            last_run_units: None,
             probes: 0,
             paid: 0,
             switched_off: 0,
@@ -183,19 +213,32 @@ impl Probe {
         }
     }
 
-    /// A probe that goes on from `state` (with fresh figures).
+    /// A probe that goes on from `state`, with fresh counts (they are a
+    /// run's report). A measurement's figures carry over with it: programs
+    /// made of many short runs (kmeans runs 16 units per iteration on its
+    /// small input) would otherwise never finish one.
     pub(crate) fn resume(units: u32, margin: f64, state: ProbeState) -> Self {
         Probe {
             phase: state.phase,
+            on: state.on,
+            off: state.off,
             stretch: state.stretch,
             paid_stretch: state.paid_stretch,
+            last_run_units: state.run_units,
             ..Probe::new(units, margin)
         }
     }
 
     /// Where it stands now.
     pub(crate) fn state(&self) -> ProbeState {
-        ProbeState { phase: self.phase, stretch: self.stretch, paid_stretch: self.paid_stretch }
+        ProbeState {
+            phase: self.phase,
+            on: self.on,
+            off: self.off,
+            stretch: self.stretch,
+            paid_stretch: self.paid_stretch,
+            run_units: if self.run_units > 0 { Some(self.run_units) } else { self.last_run_units },
+        }
     }
 
     /// Units after the one starting now that the probe is sure to keep
@@ -211,6 +254,7 @@ impl Probe {
     /// `n` units finished that were neither timed nor helped (what
     /// [`unit`](Self::unit) would have been told for each).
     pub(crate) fn skip(&mut self, mut n: u64) {
+        self.run_units += n;
         while n > 0 {
             match self.phase {
                 // Within the off stretch: one subtraction.
@@ -220,15 +264,31 @@ impl Probe {
                 }
                 _ => {
                     self.unit(None, false);
+                    self.run_units -= 1;
                     n -= 1;
                 }
             }
         }
     }
 
-    /// Whether the unit about to be handed over goes to the helper.
+    /// Whether the unit handed over now goes to the helper.
     pub(crate) fn helper_on(&self) -> bool {
         matches!(self.phase, Phase::On { .. })
+    }
+
+    /// Whether a run starting now needs a helper thread: when it is
+    /// likely to reach an on-window, judged by the length of the last run
+    /// (a thread costs tens of microseconds to start and join, and kmeans'
+    /// iterations are runs of a few units). Before any run, only when it
+    /// starts on one. A run without a thread that reaches an on-window
+    /// keeps the helper off until the next run.
+    pub(crate) fn wants_thread(&self) -> bool {
+        let to_on = match self.phase {
+            Phase::On { .. } => return true,
+            Phase::Probe { left } => left,
+            Phase::Off { left } => left + self.units,
+        };
+        self.last_run_units.is_some_and(|n| n > to_on)
     }
 
     /// Whether the unit starting now is timed.
@@ -239,16 +299,22 @@ impl Probe {
     /// A unit finished; `took`: its time, if it was timed; `helped`: it
     /// had been handed to the helper.
     pub(crate) fn unit(&mut self, took: Option<Duration>, helped: bool) {
+        self.run_units += 1;
         self.phase = match self.phase {
             Phase::On { left, measure } => {
                 if let (true, true, Some(t)) = (measure, helped, took) {
                     self.on.0 += t;
                     self.on.1 += 1;
+                    if self.clear_loss() {
+                        self.phase = self.decide();
+                        return;
+                    }
                 }
-                match (left.saturating_sub(1), measure) {
-                    (0, true) => Phase::Probe { left: self.units },
-                    (0, false) => Phase::On { left: self.units, measure: true },
-                    (l, m) => Phase::On { left: l, measure: m },
+                match left {
+                    2.. => Phase::On { left: left - 1, measure },
+                    // The off window after the on-window (or the first
+                    // off window of the next measurement).
+                    _ => Phase::Probe { left: self.units },
                 }
             }
             Phase::Probe { left } => {
@@ -256,16 +322,29 @@ impl Probe {
                     self.off.0 += t;
                     self.off.1 += 1;
                 }
-                if left > 1 { Phase::Probe { left: left - 1 } } else { self.decide() }
+                match left {
+                    2.. => Phase::Probe { left: left - 1 },
+                    // The off window after the on-window: decide.
+                    _ if self.on.1 > 0 => self.decide(),
+                    _ => Phase::On { left: self.units, measure: true },
+                }
             }
             Phase::Off { left } => {
                 if left > 1 {
                     Phase::Off { left: left - 1 }
                 } else {
-                    Phase::On { left: self.units, measure: true }
+                    Phase::Probe { left: self.units }
                 }
             }
         };
+    }
+
+    /// Whether the measurement so far is a clear loss.
+    fn clear_loss(&self) -> bool {
+        let (on, off) = (self.on, self.off);
+        on.1 >= EARLY_UNITS
+            && off.1 >= EARLY_UNITS
+            && on.0.as_nanos() as f64 * off.1 as f64 > off.0.as_nanos() as f64 * on.1 as f64 * (1.0 + CLEAR_LOSS)
     }
 
     fn decide(&mut self) -> Phase {
@@ -275,7 +354,7 @@ impl Probe {
         self.off = (Duration::ZERO, 0);
         self.probes += 1;
         let (Some(on), Some(off)) = (on, off) else {
-            return Phase::On { left: self.units, measure: true };
+            return Phase::Probe { left: self.units };
         };
         self.last_on_ns = on as u64;
         self.last_off_ns = off as u64;
@@ -492,110 +571,197 @@ mod tests {
         assert_eq!(t.add(sample(50, 25), None, 0, 1024, 1024).off_for, None);
     }
 
+    /// Drives a probe as the worker does: whether a unit is helped was
+    /// decided when the unit before it started.
+    struct Worker {
+        p: Probe,
+        next_helped: bool,
+        helped: u64,
+    }
+
+    impl Worker {
+        fn new(p: Probe) -> Self {
+            Worker { p, next_helped: false, helped: 0 }
+        }
+
+        /// One unit taking `on_us` helped and `off_us` unhelped (when timed).
+        fn unit(&mut self, on_us: u64, off_us: u64) {
+            let helped = std::mem::replace(&mut self.next_helped, self.p.helper_on());
+            self.helped += u64::from(helped);
+            let took = self.p.measuring().then(|| Duration::from_micros(if helped { on_us } else { off_us }));
+            self.p.unit(took, helped);
+        }
+
+        /// Units until the measurement under way ends; returns how many.
+        fn measure(&mut self, on_us: u64, off_us: u64) -> u64 {
+            let probes = self.p.probes;
+            let mut n = 0;
+            while self.p.probes == probes {
+                self.unit(on_us, off_us);
+                n += 1;
+            }
+            n
+        }
+
+        /// Units until the next measurement starts.
+        fn rest(&mut self) {
+            while !self.p.measuring() {
+                self.unit(0, 0);
+            }
+        }
+    }
+
     #[test]
     fn an_off_stretch_is_known_ahead_and_skipped_as_its_units_would_be() {
-        let us = |n| Some(Duration::from_micros(n));
         // Helped 30 µs, unhelped 20 µs: the probe switches the helper off.
-        let drive = |p: &mut Probe| {
-            for _ in 0..4 {
-                p.unit(us(30), true);
-            }
-            for _ in 0..4 {
-                p.unit(us(20), false);
-            }
-        };
-        let mut a = Probe::new(4, 0.02);
-        assert_eq!(a.certainly_off_after(), 0, "on: nothing is certain");
-        drive(&mut a);
+        let mut w = Worker::new(Probe::new(4, 0.02));
+        assert_eq!(w.p.certainly_off_after(), 0, "on: nothing is certain");
+        assert_eq!(w.measure(30, 20), 8, "the first measurement: on, then off");
+        assert_eq!(w.p.switched_off, 1);
         // Off for one window of 4: the unit starting now and 3 after it.
-        assert_eq!(a.certainly_off_after(), 3);
-        let mut b = a.clone();
+        assert_eq!(w.p.certainly_off_after(), 3);
+        let mut a = w.p.clone();
+        let mut b = w.p.clone();
         a.unit(None, false);
         a.skip(3);
         for _ in 0..4 {
             b.unit(None, false);
         }
         assert_eq!(a.state(), b.state(), "skip(n) is n untimed, unhelped units");
-        assert!(a.helper_on() && a.measuring() && a.certainly_off_after() == 0);
+        assert!(!a.helper_on() && a.measuring() && a.certainly_off_after() == 0, "the next baseline");
     }
 
     #[test]
     fn probe_keeps_a_helper_that_pays_and_drops_one_that_does_not() {
-        let us = |n| Some(Duration::from_micros(n));
-        let mut p = Probe::new(4, 0.02);
-        assert!(p.helper_on() && p.measuring());
+        let mut w = Worker::new(Probe::new(4, 0.02));
+        assert!(w.p.helper_on() && w.p.measuring() && w.p.wants_thread(), "the first measurement starts helped");
         // Helped units take 10 µs, unhelped ones 20 µs: it pays.
+        assert_eq!(w.measure(10, 20), 8);
+        assert_eq!((w.p.probes, w.p.paid, w.p.switched_off), (1, 1, 0));
+        assert_eq!((w.p.last_on_ns, w.p.last_off_ns), (10_000, 20_000));
+        // On, unmeasured, for one window; then off, on, off, measured.
         for _ in 0..4 {
-            p.unit(us(10), true);
+            assert!(w.p.helper_on() && !w.p.measuring());
+            w.unit(0, 0);
         }
-        assert!(!p.helper_on(), "probe window: helper off");
-        for _ in 0..4 {
-            p.unit(us(20), false);
-        }
-        assert_eq!((p.probes, p.paid, p.switched_off), (1, 1, 0));
-        assert!(p.helper_on() && !p.measuring());
-        assert_eq!((p.last_on_ns, p.last_off_ns), (10_000, 20_000));
-        // Unmeasured stretch of 4 units, then a measured window, then a probe.
-        for _ in 0..4 {
-            p.unit(None, true);
-        }
-        for _ in 0..4 {
-            p.unit(us(30), true);
-        }
-        assert!(!p.helper_on());
-        for _ in 0..4 {
-            p.unit(us(20), false);
-        }
-        // 30 µs with, 20 µs without: it does not pay; off for 1 window
+        // 21 µs with, 20 µs without: it does not pay; off for 1 window
         // (the first "not paid"), the next time for 4.
-        assert_eq!((p.probes, p.paid, p.switched_off), (2, 1, 1));
+        assert_eq!(w.measure(21, 20), 12, "off, on, off");
+        assert_eq!((w.p.probes, w.p.paid, w.p.switched_off), (2, 1, 1));
         for _ in 0..4 {
-            assert!(!p.helper_on() && !p.measuring());
-            p.unit(None, false);
+            assert!(!w.p.helper_on() && !w.p.measuring());
+            w.unit(0, 0);
         }
-        assert!(p.helper_on(), "tried again after the stretch");
-        for _ in 0..4 {
-            p.unit(us(30), true);
-        }
-        for _ in 0..4 {
-            p.unit(us(20), false);
-        }
-        assert_eq!(p.switched_off, 2);
+        assert!(!w.p.helper_on() && w.p.measuring(), "the baseline first");
+        w.measure(21, 20);
+        assert_eq!(w.p.switched_off, 2);
         for _ in 0..16 {
-            assert!(!p.helper_on());
-            p.unit(None, false);
+            assert!(!w.p.helper_on() && !w.p.measuring());
+            w.unit(0, 0);
         }
-        assert!(p.helper_on());
-        // The state carries over to a new run's probe, without the figures.
-        let q = Probe::resume(4, 0.02, p.state());
-        assert_eq!((q.state(), q.probes), (p.state(), 0));
+        assert!(w.p.measuring());
+        // The state carries over to a new run's probe, without the counts.
+        let q = Probe::resume(4, 0.02, w.p.state());
+        assert_eq!((q.state(), q.probes), (w.p.state(), 0));
+    }
+
+    #[test]
+    fn off_windows_on_both_sides_cancel_a_trend() {
+        // Units get shorter through each measurement (as a phase whose
+        // later units find less left to do) and the helper changes
+        // nothing: neither a gain nor a loss.
+        let mut w = Worker::new(Probe::new(32, 0.02));
+        w.measure(10, 10);
+        for _ in 0..4 {
+            w.rest();
+            let probes = w.p.probes;
+            let mut i = 0;
+            while w.p.probes == probes {
+                w.unit(200 - i, 200 - i);
+                i += 1;
+            }
+            assert_eq!(i, 96, "off, on, off: nothing ended it early");
+        }
+        assert_eq!((w.p.probes, w.p.paid), (5, 0));
+    }
+
+    #[test]
+    fn an_on_window_ends_early_on_a_clear_loss_and_only_then() {
+        let second = || {
+            let mut w = Worker::new(Probe::new(32, 0.02));
+            w.measure(10, 10);
+            w.rest();
+            w
+        };
+        // Helped units take twice as long: the on-window ends after
+        // EARLY_UNITS of them.
+        let mut w = second();
+        let n = w.measure(20, 10);
+        assert_eq!(n, 32 + 1 + EARLY_UNITS, "the baseline, the lead-in unit, {EARLY_UNITS} helped");
+        assert_eq!((w.p.switched_off, w.p.last_on_ns, w.p.last_off_ns), (2, 20_000, 10_000));
+        // A loss short of a clear one runs the whole measurement.
+        let mut w = second();
+        assert_eq!(w.measure(12, 10), 96);
+        // The first measurement has no baseline while its on-window runs.
+        let mut w = Worker::new(Probe::new(32, 0.02));
+        assert_eq!(w.measure(40, 10), 64);
+    }
+
+    #[test]
+    fn a_helper_thread_is_started_for_runs_that_reach_the_on_window() {
+        let mut w = Worker::new(Probe::new(32, 0.02));
+        assert!(w.p.helper_on(), "the first run starts helped");
+        w.measure(20, 20);
+        assert!(!w.p.measuring() && !w.p.helper_on(), "no gain: 32 off, then 32 baseline");
+        // Runs as long as this one (64 units) would not reach the next
+        // on-window either; then runs of 3 units (as kmeans' iterations):
+        // no thread until a run can reach it.
+        let mut runs_without = 0;
+        loop {
+            w.p = Probe::resume(32, 0.02, w.p.state());
+            if w.p.wants_thread() {
+                break;
+            }
+            runs_without += 1;
+            for _ in 0..3 {
+                w.unit(20, 20);
+            }
+        }
+        assert_eq!(runs_without, 21, "64 units to the on-window: 63 in 21 runs, then 1 < 3");
+        assert!(!w.p.helper_on() && w.p.measuring());
+    }
+
+    #[test]
+    fn a_measurement_goes_on_in_the_next_run_with_its_figures() {
+        let us = |n| Some(Duration::from_micros(n));
+        // Runs of three units each (as kmeans' iterations), windows of 2:
+        // the measurement spans two runs, and decides on all its units.
+        let mut p = Probe::new(2, 0.02);
+        p.unit(us(20), true);
+        p.unit(us(10), true);
+        p.unit(us(20), false);
+        p = Probe::resume(2, 0.02, p.state());
+        assert_eq!(p.probes, 0);
+        p.unit(us(20), false);
+        assert_eq!((p.probes, p.paid, p.last_on_ns, p.last_off_ns), (1, 1, 15_000, 20_000));
     }
 
     #[test]
     fn a_useless_helper_is_on_for_a_shrinking_share_of_the_units() {
         // Helped and unhelped units take the same time: the helper never pays.
-        let mut p = Probe::new(32, 0.02);
-        let mut on = 0u64;
+        let mut w = Worker::new(Probe::new(32, 0.02));
         let n = 100_000;
         for _ in 0..n {
-            let helped = p.helper_on();
-            on += u64::from(helped);
-            let took = p.measuring().then(|| Duration::from_micros(10));
-            p.unit(took, helped);
+            w.unit(10, 10);
         }
-        // Stretches of 1, 4, 16, 64, then 256 windows off after each probe:
-        // 4 on-windows in the first 2976 units (96 + 192 + 576 + 2112), then
-        // one in 258 windows.
-        assert!(on * 100 <= n, "{on} units of {n} with the helper on");
-        let mut p = Probe::new(32, 0.02);
-        let mut on = 0u64;
-        for _ in 0..2976 {
-            let helped = p.helper_on();
-            on += u64::from(helped);
-            p.unit(p.measuring().then(|| Duration::from_micros(10)), helped);
+        // Stretches of 1, 4, 16, 64, then 256 windows off after each
+        // measurement, which has one on-window.
+        assert!(w.helped * 100 <= n, "{} units of {n} with the helper on", w.helped);
+        let mut w = Worker::new(Probe::new(32, 0.02));
+        for _ in 0..(64 + 32) + (96 + 128) + (96 + 512) + (96 + 2048) {
+            w.unit(10, 10);
         }
-        assert_eq!(on, 4 * 32);
-        assert_eq!(p.paid, 0);
+        assert_eq!((w.p.probes, w.p.paid, w.helped), (4, 0, 4 * 32));
     }
 
     #[test]
