@@ -9,8 +9,9 @@
 //! what it had to drop). Every epoch the [`Migrator`] thread drains the
 //! board, asks the kernel where the sampled pages are, and moves the
 //! `pages_per_epoch` hottest misplaced pages to their dominant accessor's
-//! node (`mbind` with `MPOL_MF_MOVE` on the page), logging each move with its
-//! time. [`Profile::attribute_with_moves`] then gives every sampled access
+//! node (one batched `move_pages`, through
+//! [`Placement::move_pages_to`](skelaff_numa_alloc::Placement::move_pages_to)),
+//! logging each move with the time the batch ended. [`Profile::attribute_with_moves`] then gives every sampled access
 //! the node its page had when the access happened.
 
 use std::collections::HashMap;
@@ -19,21 +20,34 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
-use skelaff_numa_alloc::{Apply, NodeSet, Policy, Topology};
+use skelaff_numa_alloc::{PageLocation, Placement};
 
 use crate::error::{Error, Result};
 use crate::kernel::page_nodes;
 use crate::profile::{Attribution, Profile};
 use crate::schemes::{Epoch, MigrationRule, choose_moves};
 
-/// The workers' recent samples, one bounded slot per worker.
+/// The workers' recent samples, one bounded slot per worker; and the gate
+/// at which the applied oracle holds the workers while it moves pages.
 #[derive(Debug)]
 pub struct SampleBoard {
     slots: Vec<Mutex<Vec<(u64, u16)>>>,
     capacity: usize,
     dropped: AtomicU64,
+    /// Set while the oracle wants the workers held ([`SampleBoard::checkpoint`]).
+    hold: AtomicBool,
+    gate: Mutex<Gate>,
+    changed: Condvar,
+}
+
+/// Workers between [`SampleBoard::enter`] and [`SampleBoard::leave`], and
+/// how many of them wait at the gate.
+#[derive(Debug, Default)]
+struct Gate {
+    active: usize,
+    held: usize,
 }
 
 impl SampleBoard {
@@ -44,7 +58,67 @@ impl SampleBoard {
             slots: (0..workers).map(|_| Mutex::new(Vec::with_capacity(capacity.min(4096)))).collect(),
             capacity,
             dropped: AtomicU64::new(0),
+            hold: AtomicBool::new(false),
+            gate: Mutex::new(Gate::default()),
+            changed: Condvar::new(),
         })
+    }
+
+    /// A worker starts posting: the oracle waits for it at its moves.
+    pub fn enter(&self) {
+        self.gate.lock().active += 1;
+    }
+
+    /// A worker is done: nobody waits for it any more.
+    pub fn leave(&self) {
+        let mut g = self.gate.lock();
+        g.active = g.active.saturating_sub(1);
+        self.changed.notify_all();
+    }
+
+    /// Whether the oracle wants the workers held (one relaxed load).
+    #[inline]
+    pub fn holding(&self) -> bool {
+        self.hold.load(Ordering::Relaxed)
+    }
+
+    /// Between two units: if the oracle is moving pages, wait until it is
+    /// done (one relaxed load otherwise).
+    #[inline]
+    pub fn checkpoint(&self) {
+        if self.holding() {
+            self.wait_at_gate();
+        }
+    }
+
+    #[cold]
+    fn wait_at_gate(&self) {
+        let mut g = self.gate.lock();
+        g.held += 1;
+        self.changed.notify_all();
+        while self.hold.load(Ordering::Acquire) {
+            self.changed.wait(&mut g);
+        }
+        g.held -= 1;
+    }
+
+    /// Asks every entered worker to wait at its next checkpoint, and waits
+    /// until all do or `within` has passed (a worker in a long unit, or one
+    /// idle between units, is not waited for longer); returns how many
+    /// were held and how many were entered.
+    fn hold_workers(&self, within: Duration) -> (usize, usize) {
+        let deadline = Instant::now() + within;
+        let mut g = self.gate.lock();
+        self.hold.store(true, Ordering::Release);
+        while g.held < g.active && !self.changed.wait_until(&mut g, deadline).timed_out() {}
+        (g.held, g.active)
+    }
+
+    /// Lets the held workers go on.
+    fn release_workers(&self) {
+        let _g = self.gate.lock();
+        self.hold.store(false, Ordering::Release);
+        self.changed.notify_all();
     }
 
     /// Worker `worker` (below the board's count; others are ignored) saw a
@@ -104,6 +178,10 @@ pub struct MigrationLog {
     pub dropped_samples: u64,
     /// Time spent choosing and moving pages, in nanoseconds.
     pub work_ns: u64,
+    /// The applied oracle: workers held at their checkpoints while it
+    /// moved pages, of those running (the rest ran on meanwhile).
+    #[serde(default)]
+    pub held_workers: Option<(u64, u64)>,
 }
 
 /// The background migration thread.
@@ -210,6 +288,29 @@ impl Migrator {
     }
 }
 
+/// How long the oracle waits for the workers to reach a checkpoint.
+const HOLD_WAIT: Duration = Duration::from_millis(250);
+
+/// Workers held at the board's gate, let go when dropped.
+struct Held<'a> {
+    board: &'a SampleBoard,
+    /// Held and entered workers when the wait ended.
+    counts: (u64, u64),
+}
+
+impl<'a> Held<'a> {
+    fn new(board: &'a SampleBoard, within: Duration) -> Self {
+        let (held, active) = board.hold_workers(within);
+        Held { board, counts: (held as u64, active as u64) }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.board.release_workers();
+    }
+}
+
 /// What the migration thread does.
 struct Job {
     /// Pages moved per epoch, at most.
@@ -226,7 +327,6 @@ struct Job {
 
 fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog> {
     let Job { pages, epoch, nodes, page_size, start, once } = *job;
-    let topo = Topology::get().map_err(|source| Error::Numa { what: "reading the topology".into(), source })?;
     let mut log = MigrationLog::default();
     let mut next = Instant::now() + epoch;
     while !stop.load(Ordering::Acquire) {
@@ -238,6 +338,11 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
         next += epoch;
         log.epochs += 1;
         let began = Instant::now();
+        // The oracle holds the workers while it moves: under TCG a page
+        // takes about 0.6 ms to move, and workers running meanwhile made
+        // most of a small run's accesses before the placement was the
+        // oracle's. Released when `held` drops, on every way out.
+        let held = once.then(|| Held::new(board, HOLD_WAIT));
         let counts = board.drain_counts(nodes);
         if counts.is_empty() {
             continue;
@@ -245,15 +350,35 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
         let mut sampled: Vec<u64> = counts.keys().copied().collect();
         sampled.sort_unstable();
         let homes: HashMap<u64, Option<u16>> = sampled.iter().copied().zip(page_nodes(&sampled, page_size)?).collect();
-        for (page, to) in choose_moves(&counts, |p| homes.get(&p).copied().flatten(), pages) {
-            let Some(from) = homes.get(&page).copied().flatten() else { continue };
-            let addr = (page * page_size) as usize as *mut u8;
-            match Policy::Bind(NodeSet::single(usize::from(to))).apply(topo, addr, page_size as usize, Apply::Migrate) {
-                Ok(()) => log.moves.push(PageMove { page, from, to, time_ns: start.elapsed().as_nanos() as u64 }),
-                Err(_) => log.failed += 1,
+        // Every chosen page in one batch (`move_pages`, 4096 per call): an
+        // oracle moves thousands of scattered pages at once, and an `mbind`
+        // per page took 0.3-3 s under TCG, so its moves landed after most
+        // small runs had ended. A page's move is logged at the end of the
+        // batch: an access made while the batch ran counts on the node the
+        // page came from.
+        let chosen: Vec<(u64, u16, u16)> = choose_moves(&counts, |p| homes.get(&p).copied().flatten(), pages)
+            .into_iter()
+            .filter_map(|(page, to)| Some((page, homes.get(&page).copied().flatten()?, to)))
+            .collect();
+        if !chosen.is_empty() {
+            let batch: Vec<(*const u8, usize)> = chosen
+                .iter()
+                .map(|&(page, _, to)| ((page * page_size) as usize as *const u8, usize::from(to)))
+                .collect();
+            let now_at = Placement::move_pages_to(&batch)
+                .map_err(|source| Error::Numa { what: format!("moving {} pages", batch.len()), source })?;
+            let time_ns = start.elapsed().as_nanos() as u64;
+            for (&(page, from, to), at) in chosen.iter().zip(now_at) {
+                if at == PageLocation::Node(usize::from(to)) {
+                    log.moves.push(PageMove { page, from, to, time_ns });
+                } else {
+                    log.failed += 1;
+                }
             }
         }
         log.work_ns += began.elapsed().as_nanos() as u64;
+        log.held_workers = held.as_ref().map(|h| h.counts);
+        drop(held);
         if once {
             break;
         }
@@ -312,6 +437,46 @@ mod tests {
         let c = b.drain_counts(2);
         assert_eq!((c[&7].clone(), c[&8].clone()), (vec![2, 1], vec![0, 1]));
         assert!(b.drain_counts(2).is_empty());
+    }
+
+    #[test]
+    fn the_gate_holds_workers_at_their_checkpoints_until_released() {
+        let board = SampleBoard::new(2, 4);
+        let done = Arc::new(AtomicBool::new(false));
+        let units = Arc::new(AtomicU64::new(0));
+        board.enter();
+        let worker = {
+            let (board, done, units) = (board.clone(), done.clone(), units.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Acquire) {
+                    units.fetch_add(1, Ordering::Relaxed);
+                    board.checkpoint();
+                }
+                board.leave();
+            })
+        };
+        // A second entered worker that never reaches a checkpoint is waited
+        // for only as long as asked.
+        board.enter();
+        let began = Instant::now();
+        let (held, active) = board.hold_workers(Duration::from_millis(200));
+        assert_eq!((held, active), (1, 2));
+        assert!(began.elapsed() >= Duration::from_millis(200));
+        let at = units.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(units.load(Ordering::Relaxed), at, "a held worker runs no unit");
+        board.release_workers();
+        while units.load(Ordering::Relaxed) == at {
+            std::thread::yield_now();
+        }
+        board.leave();
+        // With every entered worker at the gate, the wait ends at once.
+        let (held, active) = board.hold_workers(Duration::from_secs(60));
+        assert_eq!((held, active), (1, 1));
+        board.release_workers();
+        done.store(true, Ordering::Release);
+        worker.join().unwrap();
+        assert_eq!(board.gate.lock().active, 0);
     }
 
     #[test]

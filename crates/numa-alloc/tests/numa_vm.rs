@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use skelaff_numa_alloc::{
-    Apply, Mapping, NodeSet, NumaBox, NumaRegion, Placement, Policy, RegionOptions, Topology, pin,
+    Apply, Mapping, NodeSet, NumaBox, NumaRegion, PageLocation, Placement, Policy, RegionOptions, Topology, pin,
 };
 use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 
@@ -92,6 +92,42 @@ fn main() -> ExitCode {
         }
         r.rebind(Policy::Interleave(all)).map_err(|e| e.to_string())?;
         check_round_robin(&placement(&r)?, &all)
+    });
+
+    s.check("move_pages_to moves scattered pages to their nodes and reports them in order", || {
+        let r = region(PAGES * ps, Policy::FirstTouch)?;
+        let nodes: Vec<usize> = all.iter().collect();
+        // Every third page, its node by a stride that is not the address
+        // order, so the batch alternates nodes as a profile's pages do.
+        let moves: Vec<(*const u8, usize)> = (0..PAGES)
+            .step_by(3)
+            .map(|i| (r.as_ptr().wrapping_add(i * ps).cast_const(), nodes[(i * 7 + 1) % nodes.len()]))
+            .collect();
+        let found = Placement::move_pages_to(&moves).map_err(|e| e.to_string())?;
+        let wrong: Vec<String> = moves
+            .iter()
+            .zip(&found)
+            .filter(|((_, n), l)| **l != PageLocation::Node(*n))
+            .map(|((a, n), l)| format!("{a:?} wanted on {n}, reported {l:?}"))
+            .collect();
+        if !wrong.is_empty() {
+            return Err(format!(
+                "{} of {} pages: {}",
+                wrong.len(),
+                moves.len(),
+                wrong[..wrong.len().min(4)].join("; ")
+            ));
+        }
+        // The kernel agrees, asked afresh.
+        let addrs: Vec<*const u8> = moves.iter().map(|m| m.0).collect();
+        let now = Placement::locate_pages(&addrs).map_err(|e| e.to_string())?;
+        if now != found {
+            return Err("a fresh query disagrees with what move_pages_to reported".into());
+        }
+        match Placement::move_pages_to(&[(addrs[0], 4096)]) {
+            Err(skelaff_numa_alloc::Error::NoSuchNode { node: 4096, .. }) => Ok(()),
+            other => Err(format!("a move to node 4096 gave {other:?}")),
+        }
     });
 
     s.check("per-range policies (MASA chunks) land on their nodes", || {

@@ -73,6 +73,9 @@ impl WorkerSampler {
         // The STM already keeps one access in `period`; the recorder keeps
         // every sample it is given until its capacity forces it to thin.
         let every = Sampling { period: 1, capacity: sampling.capacity };
+        if let Some(b) = &board {
+            b.enter();
+        }
         Ok(WorkerSampler {
             thread: u16::try_from(thread).unwrap_or(u16::MAX),
             node: u16::try_from(node).unwrap_or(u16::MAX),
@@ -93,6 +96,15 @@ impl WorkerSampler {
     #[inline]
     pub(crate) fn unit_done(&mut self, at: impl FnOnce() -> Duration, page_size: usize) {
         self.undrained += 1;
+        // The applied oracle moves pages with the workers held here: what
+        // this worker has sampled goes to the board first.
+        if self.board.as_ref().is_some_and(|b| b.holding()) {
+            self.drain(at, page_size);
+            if let Some(b) = &self.board {
+                b.checkpoint();
+            }
+            return;
+        }
         if self.undrained >= DRAIN_UNITS {
             self.drain(at, page_size);
         }
@@ -129,6 +141,9 @@ impl WorkerSampler {
     /// Switches the sampler off; the last samples are drained first.
     pub(crate) fn stop(mut self, at: impl FnOnce() -> Duration, page_size: usize) -> FinishedSampler {
         self.drain(at, page_size);
+        if let Some(b) = &self.board {
+            b.leave();
+        }
         let _ = sampler::disable();
         FinishedSampler { recorder: self.recorder, seen: self.seen, dropped: self.dropped }
     }

@@ -280,7 +280,7 @@ impl Builder {
     /// Migration as the run goes (the NUCA study's scheme, applied for
     /// real; default none): a background thread takes the workers' access
     /// samples every epoch of `rule` and moves the hottest misplaced pages
-    /// to their dominant accessor's node (`mbind` with `MPOL_MF_MOVE`). Needs
+    /// to their dominant accessor's node (`move_pages`, one batch per epoch). Needs
     /// an [`access_profile`](Builder::access_profile) (the samples are the
     /// profile's); the profile's pages are then attributed to the node they
     /// had at each access, and the moves are in
@@ -293,7 +293,7 @@ impl Builder {
     /// Oracle_High applied for real from a first profiling stretch of the
     /// run (default none): `after` the run's start, every misplaced page
     /// sampled so far moves to its dominant accessor's node at once
-    /// (`mbind` with `MPOL_MF_MOVE`), and the rest of the run runs on that
+    /// (`move_pages`, one batch), and the rest of the run runs on that
     /// placement. Needs an [`access_profile`](Builder::access_profile); the
     /// moves are in [`AccessProfile::migration`](crate::AccessProfile::migration)
     /// (one epoch), and the accesses are attributed to the node their page
