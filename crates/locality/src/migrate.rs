@@ -182,6 +182,10 @@ pub struct MigrationLog {
     /// moved pages, of those running (the rest ran on meanwhile).
     #[serde(default)]
     pub held_workers: Option<(u64, u64)>,
+    /// Moved pages still on the node their last move put them on when the
+    /// thread stopped (`None`: not asked).
+    #[serde(default)]
+    pub still_there: Option<u64>,
 }
 
 /// The background migration thread.
@@ -203,6 +207,7 @@ pub struct MigrationLog {
 pub struct Migrator {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<Result<MigrationLog>>,
+    page_size: u64,
 }
 
 impl Migrator {
@@ -272,7 +277,7 @@ impl Migrator {
                 run(&board, &job, &flag)
             })
             .map_err(Error::io("spawning the migration thread"))?;
-        Ok(Migrator { stop, handle })
+        Ok(Migrator { stop, handle, page_size })
     }
 
     /// Stops the thread after its current epoch (the samples since are
@@ -284,7 +289,18 @@ impl Migrator {
     /// [`Error::Migration`] if the thread panicked.
     pub fn stop(self) -> Result<MigrationLog> {
         self.stop.store(true, Ordering::Release);
-        self.handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }))
+        let mut log =
+            self.handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }))?;
+        // Where each page's last move put it, is it still there?
+        let mut last: HashMap<u64, u16> = HashMap::new();
+        for m in &log.moves {
+            last.insert(m.page, m.to);
+        }
+        let mut pages: Vec<u64> = last.keys().copied().collect();
+        pages.sort_unstable();
+        let now = page_nodes(&pages, self.page_size)?;
+        log.still_there = Some(pages.iter().zip(now).filter(|(p, n)| *n == last.get(p).copied()).count() as u64);
+        Ok(log)
     }
 }
 
