@@ -176,9 +176,6 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
             if assisted {
                 assist.committed(channel, &mut side);
             }
-            if let Some(s) = &mut sampler {
-                s.unit_done(|| state.start.elapsed(), state.page_size);
-            }
             units += 1;
             let n = ctx.units.len();
             if n > 0 {
@@ -192,6 +189,11 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                     state.pool.push(&queue, ctx.units.drain(..));
                 }
                 state.signal.wake();
+            }
+            // After the new units are out: a worker the applied oracle
+            // holds here keeps none back from the others.
+            if let Some(s) = &mut sampler {
+                s.unit_done(|| state.start.elapsed(), state.page_size);
             }
             // Finished units are counted here and subtracted from the
             // shared count only when this worker runs dry: holding them back
