@@ -174,7 +174,7 @@ pub struct MigrationLog {
     pub moves: Vec<PageMove>,
     /// Moves the kernel refused (the page stayed).
     pub failed: u64,
-    /// Samples the board dropped.
+    /// Samples the board dropped while this migrator ran.
     pub dropped_samples: u64,
     /// Time spent choosing and moving pages, in nanoseconds.
     pub work_ns: u64,
@@ -226,7 +226,7 @@ impl Migrator {
         page_size: u64,
         start: Instant,
     ) -> Result<Migrator> {
-        Migrator::spawn(board, rule, nodes, page_size, start, false)
+        Migrator::spawn(board, rule, nodes, page_size, start, None)
     }
 
     /// Oracle_High applied for real, once, from a first profiling stretch
@@ -236,12 +236,20 @@ impl Migrator {
     /// does nothing more. Accesses after that moment run on the oracle's
     /// placement of the pages sampled before it.
     ///
+    /// While it moves, the workers that reach a checkpoint
+    /// ([`SampleBoard::checkpoint`]) wait; before moving it waits at most
+    /// `hold` for all of them to get there. A run of long units wants a
+    /// short `hold` (a worker mid-unit runs on while the pages move, and
+    /// its accesses until the batch ends count on the node a page came
+    /// from); a run of short units loses nothing by waiting for all.
+    ///
     /// # Errors
     ///
     /// As [`Migrator::start`] ([`Error::Migration`] for a zero `after`).
     pub fn start_oracle(
         board: Arc<SampleBoard>,
         after: Duration,
+        hold: Duration,
         nodes: usize,
         page_size: u64,
         start: Instant,
@@ -251,7 +259,7 @@ impl Migrator {
         }
         let ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
         let rule = MigrationRule { pages_per_epoch: usize::MAX, epoch: Epoch::Time { ns } };
-        Migrator::spawn(board, rule, nodes, page_size, start, true)
+        Migrator::spawn(board, rule, nodes, page_size, start, Some(hold))
     }
 
     fn spawn(
@@ -260,7 +268,7 @@ impl Migrator {
         nodes: usize,
         page_size: u64,
         start: Instant,
-        once: bool,
+        once: Option<Duration>,
     ) -> Result<Migrator> {
         let Epoch::Time { ns } = rule.epoch else {
             return Err(Error::Migration {
@@ -280,8 +288,10 @@ impl Migrator {
         Ok(Migrator { stop, handle, page_size })
     }
 
-    /// Stops the thread after its current epoch (the samples since are
-    /// dropped) and returns its log.
+    /// Stops the thread after its current epoch and returns its log. The
+    /// samples posted since that epoch stay on the board: a board given to
+    /// a later migrator (an oracle's stretch over several runs) hands them
+    /// on.
     ///
     /// # Errors
     ///
@@ -306,9 +316,6 @@ impl Migrator {
         Ok(log)
     }
 }
-
-/// How long the oracle waits for the workers to reach a checkpoint.
-const HOLD_WAIT: Duration = Duration::from_millis(250);
 
 /// Workers held at the board's gate, let go when dropped.
 struct Held<'a> {
@@ -340,13 +347,16 @@ struct Job {
     page_size: u64,
     /// The run's clock.
     start: Instant,
-    /// Stop after the first epoch that had samples (the applied oracle).
-    once: bool,
+    /// Stop after the first epoch that had samples (the applied oracle),
+    /// holding the workers, waiting this long at most for all of them.
+    once: Option<Duration>,
 }
 
 fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog> {
     let Job { pages, epoch, nodes, page_size, start, once } = *job;
     let mut log = MigrationLog::default();
+    // The board may have served earlier runs: count only this run's drops.
+    let dropped_before = board.dropped();
     let mut next = Instant::now() + epoch;
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
@@ -361,7 +371,7 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
         // takes about 0.6 ms to move, and workers running meanwhile made
         // most of a small run's accesses before the placement was the
         // oracle's. Released when `held` drops, on every way out.
-        let held = once.then(|| Held::new(board, HOLD_WAIT));
+        let held = once.map(|within| Held::new(board, within));
         let counts = board.drain_counts(nodes);
         if counts.is_empty() {
             continue;
@@ -398,11 +408,11 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
         log.work_ns += began.elapsed().as_nanos() as u64;
         log.held_workers = held.as_ref().map(|h| h.counts);
         drop(held);
-        if once {
+        if once.is_some() {
             break;
         }
     }
-    log.dropped_samples = board.dropped();
+    log.dropped_samples = board.dropped().saturating_sub(dropped_before);
     Ok(log)
 }
 
@@ -523,14 +533,23 @@ mod tests {
 
     #[test]
     fn the_applied_oracle_acts_once_after_its_stretch() {
-        let e = Migrator::start_oracle(SampleBoard::new(1, 1), Duration::ZERO, 1, 4096, Instant::now()).unwrap_err();
+        let e = Migrator::start_oracle(SampleBoard::new(1, 1), Duration::ZERO, Duration::ZERO, 1, 4096, Instant::now())
+            .unwrap_err();
         assert!(e.to_string().contains("longer than zero"), "{e}");
         let board = SampleBoard::new(1, 16);
         // Posted before the thread starts, so its first epoch has it however
         // late this thread runs again.
         let v = vec![1u8; 1 << 14];
         board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
-        let m = Migrator::start_oracle(board.clone(), Duration::from_millis(2), 1, 4096, Instant::now()).unwrap();
+        let m = Migrator::start_oracle(
+            board.clone(),
+            Duration::from_millis(2),
+            Duration::from_millis(250),
+            1,
+            4096,
+            Instant::now(),
+        )
+        .unwrap();
         // Until the oracle has acted (its epoch emptied the board), or long enough.
         let waited = Instant::now();
         while !board.slots[0].lock().is_empty() && waited.elapsed() < Duration::from_secs(10) {

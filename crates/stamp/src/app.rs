@@ -64,7 +64,9 @@ pub struct CommonArgs {
     pub migrate: bool,
     /// With --profile: Oracle_High applied for real after this many
     /// milliseconds of the parallel run (every misplaced page sampled so far
-    /// moves to its dominant accessor's node at once); 0: never.
+    /// moves to its dominant accessor's node at once); 0: never. In
+    /// programs made of several skeleton runs (kmeans, genome) the time is
+    /// summed over the runs.
     #[arg(long, default_value_t = 0, value_name = "MS", requires = "profile", conflicts_with = "migrate")]
     pub oracle_after_ms: u64,
     /// With --profile: keep at most this many samples per worker (beyond,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use skelaff_helper_threads::HelperThreads;
-use skelaff_worklist::{RunReport, Skeleton, Worklist};
+use skelaff_worklist::{Builder, OracleStretch, RunReport, Skeleton, Worklist};
 
 use crate::app::CommonArgs;
 
@@ -52,9 +52,22 @@ pub struct Runs {
     /// The helper threads of every run, so what the timing probe learnt in
     /// one run holds in the next.
     helpers: HelperThreads,
+    /// The applied oracle's stretch, over all the runs (`--oracle-after-ms`).
+    oracle: Option<OracleStretch>,
 }
 
 impl Runs {
+    /// The builder for the next run: as [`CommonArgs::builder`], except that
+    /// `--oracle-after-ms` counts skeleton time over all the runs, so that
+    /// the oracle acts in a program whose runs are each shorter than its
+    /// stretch (kmeans's iterations).
+    pub fn builder(&mut self, common: &CommonArgs, threads: usize) -> Builder {
+        let stretch = (common.oracle_after_ms > 0).then(|| {
+            self.oracle.get_or_insert_with(|| OracleStretch::new(Duration::from_millis(common.oracle_after_ms))).clone()
+        });
+        common.builder(threads).oracle(stretch)
+    }
+
     /// Runs `worklist` as `common` asks (helpers shared with the earlier
     /// runs) and adds its report.
     ///

@@ -300,6 +300,11 @@ impl AccessProfile {
                         m.failed += l.failed;
                         m.dropped_samples += l.dropped_samples;
                         m.work_ns += l.work_ns;
+                        // The oracle acts in one run of a stretch; moved
+                        // pages still in place count per run, unknown if
+                        // any run could not tell.
+                        m.held_workers = m.held_workers.or(l.held_workers);
+                        m.still_there = m.still_there.zip(l.still_there).map(|(a, b)| a + b);
                         let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
                         m.moves.extend(
                             l.moves

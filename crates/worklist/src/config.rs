@@ -10,6 +10,7 @@ use skelaff_stm::{ContentionManager, Throttle};
 use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
+use crate::oracle::OracleStretch;
 use crate::placement::{Placement, TopologyPlacement};
 use crate::pool::Distribution;
 use crate::run::Worklist;
@@ -162,7 +163,7 @@ pub struct Builder {
     pub(crate) access_profile: Option<Sampling>,
     pub(crate) affinity: bool,
     pub(crate) migration: Option<skelaff_locality::MigrationRule>,
-    pub(crate) oracle_after: Option<std::time::Duration>,
+    pub(crate) oracle: Option<OracleStretch>,
 }
 
 impl Default for Builder {
@@ -186,7 +187,7 @@ impl Builder {
             access_profile: None,
             affinity: false,
             migration: None,
-            oracle_after: None,
+            oracle: None,
         }
     }
 
@@ -299,7 +300,35 @@ impl Builder {
     /// (one epoch), and the accesses are attributed to the node their page
     /// had at the time. Not together with [`migration`](Builder::migration).
     pub fn oracle_after(mut self, after: Option<std::time::Duration>) -> Self {
-        self.oracle_after = after;
+        self.oracle = after.map(OracleStretch::new);
+        self
+    }
+
+    /// Oracle_High applied for real after a stretch that may span several
+    /// skeleton runs (default none): give every run of a program the same
+    /// [`OracleStretch`] (clones share it), and the oracle acts once its
+    /// stretch of skeleton time has passed, summed over the runs, in
+    /// whichever run that falls. A run that ends first leaves its samples
+    /// for the oracle and its time counted. Otherwise as
+    /// [`oracle_after`](Builder::oracle_after), which is this with a stretch
+    /// of its own.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use skelaff_locality::Sampling;
+    /// use skelaff_worklist::{Builder, OracleStretch};
+    ///
+    /// let stretch = OracleStretch::new(Duration::from_millis(40));
+    /// for _ in 0..10 {
+    ///     let builder = Builder::new().access_profile(Some(Sampling::DEFAULT)).oracle(Some(stretch.clone()));
+    ///     // ... build and run one iteration's worklist with it ...
+    /// #   let _ = builder;
+    /// }
+    /// ```
+    pub fn oracle(mut self, stretch: Option<OracleStretch>) -> Self {
+        self.oracle = stretch;
         self
     }
 
@@ -315,8 +344,8 @@ impl Builder {
         if let Some(s) = self.access_profile {
             skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
         }
-        if let Some(after) = self.oracle_after {
-            if self.access_profile.is_none() || self.migration.is_some() || after.is_zero() {
+        if let Some(stretch) = &self.oracle {
+            if self.access_profile.is_none() || self.migration.is_some() || stretch.stretch().is_zero() {
                 return Err(Error::Profile(
                     "the applied oracle needs an access profile (access_profile), a stretch longer than zero, \
                      and no migration rule beside it"

@@ -35,6 +35,7 @@ mod affinity;
 mod assist;
 mod config;
 mod error;
+mod oracle;
 mod page_policy;
 mod placement;
 mod pool;
@@ -48,6 +49,7 @@ pub use affinity::{Affinity, AffinityFigures};
 pub use assist::{Assist, NoAssist};
 pub use config::{Builder, Helpers, PagePolicy, ThreadMapping, TxAssist};
 pub use error::Error;
+pub use oracle::OracleStretch;
 pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadPlace, TopologyPlacement};
 pub use pool::Distribution;
 pub use report::{

@@ -16,7 +16,7 @@ use crate::access_profile::AccessProfile;
 use crate::affinity::Resolver;
 
 /// Samples each worker's slot of the migration board holds between two epochs.
-const MIGRATION_SLOT: usize = 1 << 14;
+pub(crate) const MIGRATION_SLOT: usize = 1 << 14;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
 use crate::error::Error;
@@ -133,6 +133,9 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         }
         let nodes: Vec<Option<usize>> = infos.iter().map(|i| i.node).collect();
         let (pool, queues) = Pool::new(cfg.distribution, &nodes);
+        // The applied oracle's board and what is left of its stretch, while
+        // it has not acted (its stretch may span several runs).
+        let oracle = cfg.oracle.as_ref().and_then(|o| o.next_run(threads));
         let state = RunState {
             skeleton: self.skeleton,
             shared: self.shared,
@@ -149,8 +152,11 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             access_profile: cfg.access_profile,
             samplers: Mutex::new(Vec::new()),
             affinity: cfg.affinity,
-            board: (cfg.migration.is_some() || cfg.oracle_after.is_some())
-                .then(|| SampleBoard::new(threads, MIGRATION_SLOT)),
+            board: match (cfg.migration, &oracle) {
+                (Some(_), _) => Some(SampleBoard::new(threads, MIGRATION_SLOT)),
+                (None, Some((board, _))) => Some(board.clone()),
+                (None, None) => None,
+            },
         };
         if cfg.affinity {
             let mut resolver = Resolver::new(state.page_size);
@@ -166,10 +172,12 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         // compare with sample times.
         let nodes = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
         let page_size = state.page_size as u64;
-        let migrator = match (cfg.migration, cfg.oracle_after, &state.board) {
-            (Some(rule), _, Some(board)) => Some(Migrator::start(board.clone(), rule, nodes, page_size, state.start)),
-            (None, Some(after), Some(board)) => {
-                Some(Migrator::start_oracle(board.clone(), after, nodes, page_size, state.start))
+        let migrator = match (cfg.migration, &oracle, &cfg.oracle, &state.board) {
+            (Some(rule), _, _, Some(board)) => {
+                Some(Migrator::start(board.clone(), rule, nodes, page_size, state.start))
+            }
+            (None, Some((board, left)), Some(stretch), _) => {
+                Some(Migrator::start_oracle(board.clone(), *left, stretch.hold(), nodes, page_size, state.start))
             }
             _ => None,
         }
@@ -228,6 +236,12 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         let wall = start.elapsed();
         // Stopped before anything can return: the thread must not outlive the run.
         let migration = migrator.map(Migrator::stop).transpose();
+        if let (Some(stretch), Ok(log)) = (&cfg.oracle, &migration) {
+            // The oracle acted in this run if it held the workers for its
+            // moves; either way the run's time counts toward its stretch.
+            let acted = log.as_ref().is_some_and(|l| l.held_workers.is_some());
+            stretch.run_ended(state.start.elapsed(), acted);
+        }
         match refused {
             Some(Refused::Pin(e)) => return Err(Error::Numa(e)),
             Some(Refused::Thread(worker, source)) => return Err(Error::Spawn { worker, source }),

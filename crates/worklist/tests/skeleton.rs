@@ -552,3 +552,63 @@ fn migration_needs_a_profile_and_reports_its_log() {
         assert!(log.moves.is_empty(), "{log:?}");
     }
 }
+
+/// Each unit adds to a counter and takes about a millisecond.
+struct SlowAdd;
+
+impl Skeleton for SlowAdd {
+    type Unit = u64;
+    type Shared = TVar<u64>;
+    type PerWorker = ();
+    fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        u: &u64,
+        _: &mut (),
+        t: &TVar<u64>,
+        _: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
+        let v = tx.read(t)?;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        tx.write(t, v + u)
+    }
+}
+
+#[test]
+fn an_oracle_stretch_spans_runs_and_acts_once() {
+    use skelaff_locality::Sampling;
+    use skelaff_worklist::OracleStretch;
+    use std::time::Duration;
+    let total = TVar::new(0);
+    let stretch = OracleStretch::new(Duration::from_millis(20));
+    // Twelve runs of about 5 ms each (ten 1 ms units on two workers).
+    let mut acted_in = Vec::new();
+    let mut logs = Vec::new();
+    for run in 0..12 {
+        let mut wl = Builder::new()
+            .threads(2)
+            .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
+            .oracle(Some(stretch.clone()))
+            .build(&SlowAdd, &total)
+            .unwrap();
+        wl.add_work_units(0..10);
+        let log = wl.run().unwrap().access_profile.expect("asked for").migration;
+        if let Some(l) = &log {
+            if l.held_workers.is_some() {
+                acted_in.push(run);
+                // It acted when its stretch of summed run time was over.
+                assert!(stretch.used() >= stretch.stretch(), "{:?} after {run} runs", stretch.used());
+            }
+        }
+        logs.push(log);
+    }
+    assert_eq!(total.load(), 12 * 45);
+    // Once, in whichever run the summed time reached the stretch.
+    assert_eq!(acted_in.len(), 1, "{logs:?}");
+    assert!(stretch.acted());
+    let k = acted_in[0];
+    // Every run up to it had the oracle's thread, waiting; none after.
+    assert!(logs[..k].iter().all(|l| l.as_ref().is_some_and(|l| l.held_workers.is_none() && l.moves.is_empty())));
+    assert!(logs[k + 1..].iter().all(Option::is_none), "{logs:?}");
+}

@@ -381,7 +381,7 @@ impl Backend for Transactional<'_> {
     fn unique(&mut self, segments: &[u128]) -> Result<Vec<u128>, AppError> {
         let set = THashMap::with_buckets(self.buckets);
         let skel = Unique { segments, dedup: self.dedup };
-        let mut wl = self.common.builder(self.threads).build(&skel, &set)?;
+        let mut wl = self.runs.builder(self.common, self.threads).build(&skel, &set)?;
         wl.add_work_units(unit_starts(segments.len(), self.dedup.chunk()));
         self.runs.run(self.common, &mut wl)?;
         let mut keys: Vec<u128> = atomically(|tx| set.to_vec(tx)).into_iter().map(|(k, ())| k).collect();
@@ -399,7 +399,7 @@ impl Backend for Transactional<'_> {
 
     fn pass(&mut self, keys: &[u128], ends: &[u32], table: &StartTable, overlap: usize) -> Result<(), AppError> {
         let skel = LinkPass { keys, ends, table, overlap };
-        let mut wl = self.common.builder(self.threads).build(&skel, &self.entries)?;
+        let mut wl = self.runs.builder(self.common, self.threads).build(&skel, &self.entries)?;
         wl.add_work_units(unit_starts(ends.len(), LINK_CHUNK));
         self.runs.run(self.common, &mut wl)?;
         Ok(())

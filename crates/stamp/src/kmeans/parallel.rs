@@ -232,7 +232,7 @@ impl Assign for Parallel<'_> {
         let nearest = Nearest::new(centers, k);
         let step =
             Step { points: self.points, centers: &nearest, k, chunk: self.chunk, old: &self.old, next: &self.next };
-        let mut wl = self.common.builder(self.threads).build(&step, acc)?;
+        let mut wl = self.runs.builder(self.common, self.threads).build(&step, acc)?;
         wl.add_work_units((0..self.points.len()).step_by(self.chunk).map(|i| i as u32));
         self.runs.run(self.common, &mut wl)?;
         drop(wl);
