@@ -3,6 +3,7 @@
 pub mod alloc;
 pub mod array;
 pub mod error;
+mod frames;
 pub mod idle;
 pub mod node_memory;
 pub mod pin;

@@ -5,6 +5,7 @@ use core::ops::Range;
 use core::ptr::NonNull;
 
 use crate::error::{Error, Result};
+use crate::frames;
 use crate::policy::{Apply, Policy};
 use crate::sys;
 use crate::topology::{self, Topology};
@@ -127,7 +128,10 @@ pub struct Placement {
 
 impl Placement {
     /// Asks the kernel (`move_pages` without target nodes) where each page of
-    /// `[addr, addr + len)` is, `page_size` bytes at a time.
+    /// `[addr, addr + len)` is, `page_size` bytes at a time. A page it calls
+    /// absent is reported so, without [`locate_pages`](Placement::locate_pages)'s
+    /// look-up by frame: a region's untouched pages are absent, and a look-up
+    /// each would cost a read of `/proc/self/pagemap`.
     ///
     /// # Errors
     ///
@@ -142,6 +146,13 @@ impl Placement {
     /// order given: one `move_pages` per 4096 addresses however scattered
     /// they are (a region's [`query`](Placement::query) asks for
     /// consecutive pages; this is for pages sampled all over the heap).
+    ///
+    /// A page `move_pages` calls absent is looked up by its physical frame
+    /// (`/proc/self/pagemap`, then the node whose zone holds the frame in
+    /// `/proc/zoneinfo`; frame numbers need `CAP_SYS_ADMIN`): with automatic
+    /// NUMA balancing on, some kernels call absent every page whose entry
+    /// the balancing made inaccessible to catch its next access, though it
+    /// is in memory and has a node.
     ///
     /// # Errors
     ///
@@ -158,7 +169,17 @@ impl Placement {
     /// # Ok::<(), skelaff_numa_alloc::Error>(())
     /// ```
     pub fn locate_pages(addrs: &[*const u8]) -> Result<Vec<PageLocation>> {
-        locate(addrs.iter().copied(), addrs.len())
+        let mut found = locate(addrs.iter().copied(), addrs.len())?;
+        let absent: Vec<usize> = (0..found.len()).filter(|&i| found[i] == PageLocation::NotResident).collect();
+        if !absent.is_empty() {
+            let asked: Vec<*const u8> = absent.iter().map(|&i| addrs[i]).collect();
+            for (i, node) in absent.into_iter().zip(frames::nodes_of_present_pages(&asked, sys::page_size())) {
+                if let Some(n) = node {
+                    found[i] = PageLocation::Node(n);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Moves the page holding each address to the node paired with it,

@@ -130,6 +130,60 @@ fn main() -> ExitCode {
         }
     });
 
+    s.check("locate_pages finds the pages NUMA balancing has made inaccessible", || {
+        let n = 4096;
+        let buf = vec![1u8; n * ps];
+        let addrs: Vec<*const u8> = (0..n).map(|i| buf.as_ptr().wrapping_add(i * ps)).collect();
+        // Where the pages are, from move_pages, before balancing is on
+        // (nothing touches them after, so no hinting fault can move them).
+        let placed = Placement::query(buf.as_ptr(), buf.len(), ps).map_err(|e| e.to_string())?.pages().to_vec();
+        if let Some(p) = placed.iter().position(|l| !matches!(l, PageLocation::Node(_))) {
+            return Err(format!("page {p} of a touched buffer is {:?} before balancing", placed[p]));
+        }
+        let Some(on) = skelaff_testkit::balancing::Balancing::enable_fast()? else {
+            println!("     (skipped: a kernel without automatic NUMA balancing)");
+            return Ok(());
+        };
+        let before = skelaff_testkit::balancing::Vmstat::read()?;
+        // The scanner marks a task's pages on the task's clock ticks: spin
+        // without touching the buffer until move_pages calls some absent.
+        // It leaves alone the pages of a single-threaded process that are on
+        // the node it runs on, so a second thread waits meanwhile.
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || wait.recv().ok());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let mut absent = 0;
+        let mut x = 1u64;
+        while absent == 0 && std::time::Instant::now() < deadline {
+            let spin = std::time::Instant::now();
+            while spin.elapsed() < std::time::Duration::from_millis(50) {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            let raw = Placement::query(buf.as_ptr(), buf.len(), ps).map_err(|e| e.to_string())?;
+            absent = raw.pages().iter().filter(|l| **l == PageLocation::NotResident).count();
+        }
+        let found = Placement::locate_pages(&addrs).map_err(|e| e.to_string())?;
+        let k = skelaff_testkit::balancing::Vmstat::read()?.since(before);
+        drop(on);
+        drop(stop);
+        let _ = other.join();
+        let missing = found.iter().filter(|l| !matches!(l, PageLocation::Node(_))).count();
+        println!(
+            "     the scanner made {} page entries inaccessible meanwhile; move_pages called {absent} of {n} \
+             present pages absent; locate_pages found a node for all but {missing}",
+            k.pte_updates
+        );
+        if missing > 0 {
+            return Err(format!("{missing} of {n} touched pages have no node from locate_pages"));
+        }
+        // Found by frame where move_pages had them before.
+        let moved = placed.iter().zip(&found).filter(|(a, b)| a != b).count();
+        if moved > 0 {
+            return Err(format!("{moved} of {n} pages reported elsewhere than before the scanner marked them"));
+        }
+        Ok(())
+    });
+
     s.check("per-range policies (MASA chunks) land on their nodes", || {
         let nodes: Vec<usize> = all.iter().collect();
         let chunk = 8 * ps;

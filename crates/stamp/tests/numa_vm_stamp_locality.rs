@@ -241,7 +241,16 @@ fn autonuma(app: &Entry, threads: usize) -> Result<(), String> {
         return Err(format!("self-check failed with NUMA balancing on: {why}"));
     }
     let ap = outcome.report.and_then(|r| r.access_profile).ok_or("the run recorded no access profile")?;
-    let f = ap.profile.measured(&CostModel::default()).map_err(|e| e.to_string())?;
+    if let Some(e) = &ap.attribution_error {
+        return Err(format!("the kernel could not say where the pages are: {e}"));
+    }
+    let f = ap.profile.measured(&CostModel::default()).map_err(|e| {
+        let unplaced = ap.profile.accesses().iter().filter(|a| a.home.is_none()).count();
+        format!(
+            "{e} ({} samples, {unplaced} of them on pages the kernel gave no node for)",
+            ap.profile.accesses().len()
+        )
+    })?;
     let kernel = k.local_share().map_or("-".to_owned(), |s| format!("{s:.3}"));
     println!(
         "     kernel: {} hinting faults, local share {kernel}, {} pages migrated; profile: local fraction {:.3} over {} attributed samples ({} without a node)",

@@ -18,6 +18,9 @@ pub struct Vmstat {
     pub hint_faults_local: u64,
     /// `numa_pages_migrated`: pages balancing moved.
     pub pages_migrated: u64,
+    /// `numa_pte_updates`: page entries the scanner made inaccessible (to
+    /// take a hinting fault at the next access).
+    pub pte_updates: u64,
 }
 
 impl Vmstat {
@@ -40,6 +43,7 @@ impl Vmstat {
             hint_faults: get("numa_hint_faults"),
             hint_faults_local: get("numa_hint_faults_local"),
             pages_migrated: get("numa_pages_migrated"),
+            pte_updates: get("numa_pte_updates"),
         }
     }
 
@@ -49,6 +53,7 @@ impl Vmstat {
             hint_faults: self.hint_faults.saturating_sub(before.hint_faults),
             hint_faults_local: self.hint_faults_local.saturating_sub(before.hint_faults_local),
             pages_migrated: self.pages_migrated.saturating_sub(before.pages_migrated),
+            pte_updates: self.pte_updates.saturating_sub(before.pte_updates),
         }
     }
 
@@ -119,7 +124,7 @@ mod tests {
             Vmstat::parse("numa_hint_faults 10\nnuma_hint_faults_local 4\nnuma_pages_migrated 1\npgfault 99\n");
         let after = Vmstat::parse("numa_hint_faults 30\nnuma_hint_faults_local 19\nnuma_pages_migrated 3\n");
         let d = after.since(before);
-        assert_eq!(d, Vmstat { hint_faults: 20, hint_faults_local: 15, pages_migrated: 2 });
+        assert_eq!(d, Vmstat { hint_faults: 20, hint_faults_local: 15, pages_migrated: 2, pte_updates: 0 });
         assert_eq!(d.local_share(), Some(0.75));
         assert_eq!(Vmstat::parse("nr_free_pages 5\n").local_share(), None, "no balancing counters: no share");
     }
