@@ -161,8 +161,13 @@ pub struct PageMove {
     pub from: u16,
     /// Its node after.
     pub to: u16,
-    /// When, in nanoseconds since the run's clock started.
+    /// When, in nanoseconds since the run's clock started: the end of the
+    /// batch that moved it (an access before that counts on `from`).
     pub time_ns: u64,
+    /// When the move was chosen: the samples posted before this time (on
+    /// the same clock) are the ones it was chosen from.
+    #[serde(default)]
+    pub chosen_ns: u64,
 }
 
 /// What the migrator did.
@@ -373,6 +378,7 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
         // oracle's. Released when `held` drops, on every way out.
         let held = once.map(|within| Held::new(board, within));
         let counts = board.drain_counts(nodes);
+        let chosen_ns = start.elapsed().as_nanos() as u64;
         if counts.is_empty() {
             continue;
         }
@@ -399,7 +405,7 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
             let time_ns = start.elapsed().as_nanos() as u64;
             for (&(page, from, to), at) in chosen.iter().zip(now_at) {
                 if at == PageLocation::Node(usize::from(to)) {
-                    log.moves.push(PageMove { page, from, to, time_ns });
+                    log.moves.push(PageMove { page, from, to, time_ns, chosen_ns });
                 } else {
                     log.failed += 1;
                 }
@@ -574,7 +580,7 @@ mod tests {
         let page = v.as_ptr() as u64 / 4096 + 1;
         let h = ProfileHeader::new("2x1".parse().unwrap(), "t", "migration", 1);
         let p = Profile::new(h, vec![Access::read(page, 0, 0, 5), Access::read(page, 0, 0, 50)]).unwrap();
-        let moves = [PageMove { page, from: 1, to: 0, time_ns: 10 }];
+        let moves = [PageMove { page, from: 1, to: 0, time_ns: 10, chosen_ns: 5 }];
         let q = p.attribute_with_moves(&moves).unwrap();
         assert_eq!(q.accesses()[0].home, Some(1));
         assert_eq!(q.accesses()[1].home, Some(0)); // this machine's one node

@@ -453,7 +453,7 @@ fn watch(pages: &[u64], stop: &std::sync::atomic::AtomicBool, start: Instant) ->
         for ((&page, old), new) in pages.iter().zip(&mut last).zip(&now) {
             if let (Some(from), Some(to)) = (*old, *new) {
                 if from != to {
-                    moves.push(PageMove { page, from, to, time_ns: t });
+                    moves.push(PageMove { page, from, to, time_ns: t, chosen_ns: t });
                 }
             }
             *old = *new;

@@ -335,7 +335,8 @@ fn run(
         let last_move = ap.migration.as_ref().and_then(|l| l.moves.last()).map_or(0, |m| m.time_ns);
         let last_sample = accesses.iter().map(|a| a.time_ns).max().unwrap_or(0);
         println!(
-            "     oracle: stretch {ms} ms, moves from {:.1} to {:.1} ms, last sample at {:.1} ms",
+            "     oracle: stretch {ms} ms, chosen at {:.1} ms, moves from {:.1} to {:.1} ms, last sample at {:.1} ms",
+            ap.migration.as_ref().and_then(|l| l.moves.first()).map_or(0.0, |m| m.chosen_ns as f64 / 1e6),
             from as f64 / 1e6,
             last_move as f64 / 1e6,
             last_sample as f64 / 1e6
@@ -354,12 +355,16 @@ fn run(
             );
         }
         // The oracle applied is Oracle_High of the stretch's samples (those
-        // before the moves), by its own rule: a page moves to the node with
+        // posted before it chose), by its own rule: a page moves to the node with
         // the most samples (ties: the lowest) unless its node has as many.
         // Modelled on the accesses after the moves (a page the stretch never
         // sampled stays where it was), the measured local fraction must
         // match, or a page did not land where the oracle put it.
-        let before: Vec<_> = accesses.iter().filter(|a| a.time_ns < from).collect();
+        // The stretch is what the board held when the oracle chose: the
+        // samples before that moment (a batch can take tens of
+        // milliseconds under TCG, and workers not held post on meanwhile).
+        let chosen = ap.migration.as_ref().and_then(|l| l.moves.first()).map_or(from, |m| m.chosen_ns);
+        let before: Vec<_> = accesses.iter().filter(|a| a.time_ns < chosen).collect();
         if moved && !after.is_empty() && !before.is_empty() {
             let nodes = machine.nodes();
             let mut counts: BTreeMap<u64, (Option<u16>, Vec<u64>)> = BTreeMap::new();

@@ -306,11 +306,11 @@ impl AccessProfile {
                         m.held_workers = m.held_workers.or(l.held_workers);
                         m.still_there = m.still_there.zip(l.still_there).map(|(a, b)| a + b);
                         let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
-                        m.moves.extend(
-                            l.moves
-                                .into_iter()
-                                .map(|x| skelaff_locality::PageMove { time_ns: x.time_ns.saturating_add(shift), ..x }),
-                        );
+                        m.moves.extend(l.moves.into_iter().map(|x| skelaff_locality::PageMove {
+                            time_ns: x.time_ns.saturating_add(shift),
+                            chosen_ns: x.chosen_ns.saturating_add(shift),
+                            ..x
+                        }));
                     }
                     (None, l) => self.migration = l,
                     (Some(_), None) => {}
