@@ -147,12 +147,16 @@ impl Placement {
     /// they are (a region's [`query`](Placement::query) asks for
     /// consecutive pages; this is for pages sampled all over the heap).
     ///
-    /// A page `move_pages` calls absent is looked up by its physical frame
-    /// (`/proc/self/pagemap`, then the node whose zone holds the frame in
-    /// `/proc/zoneinfo`; frame numbers need `CAP_SYS_ADMIN`): with automatic
-    /// NUMA balancing on, some kernels call absent every page whose entry
-    /// the balancing made inaccessible to catch its next access, though it
-    /// is in memory and has a node.
+    /// Where it can, it asks by physical frame first: a present page this
+    /// process alone maps is found from its frame number
+    /// (`/proc/self/pagemap`, readable with `CAP_SYS_ADMIN`) and the node
+    /// whose zone holds that frame (`/proc/zoneinfo`), one read for a run
+    /// of nearby pages; `move_pages` answers for the rest. This is several
+    /// times cheaper than `move_pages` alone (about half a microsecond a
+    /// page), and right where `move_pages` is not: with automatic NUMA
+    /// balancing on, some kernels call absent every page whose entry the
+    /// balancing made inaccessible to catch its next access, though it is
+    /// in memory and has a node.
     ///
     /// # Errors
     ///
@@ -169,15 +173,13 @@ impl Placement {
     /// # Ok::<(), skelaff_numa_alloc::Error>(())
     /// ```
     pub fn locate_pages(addrs: &[*const u8]) -> Result<Vec<PageLocation>> {
-        let mut found = locate(addrs.iter().copied(), addrs.len())?;
-        let absent: Vec<usize> = (0..found.len()).filter(|&i| found[i] == PageLocation::NotResident).collect();
-        if !absent.is_empty() {
-            let asked: Vec<*const u8> = absent.iter().map(|&i| addrs[i]).collect();
-            for (i, node) in absent.into_iter().zip(frames::nodes_of_present_pages(&asked, sys::page_size())) {
-                if let Some(n) = node {
-                    found[i] = PageLocation::Node(n);
-                }
-            }
+        let by_frame = frames::nodes_of_present_pages(addrs, sys::page_size());
+        let rest: Vec<usize> = (0..addrs.len()).filter(|&i| by_frame[i].is_none()).collect();
+        let asked = locate(rest.iter().map(|&i| addrs[i]), rest.len())?;
+        let mut found: Vec<PageLocation> =
+            by_frame.into_iter().map(|n| n.map_or(PageLocation::NotResident, PageLocation::Node)).collect();
+        for (i, l) in rest.into_iter().zip(asked) {
+            found[i] = l;
         }
         Ok(found)
     }
