@@ -542,6 +542,19 @@ mod tests {
     }
 
     #[test]
+    fn stop_wakes_a_migrator_parked_until_a_far_epoch() {
+        let board = SampleBoard::new(1, 4);
+        let m =
+            Migrator::start_oracle(board, Duration::from_secs(60), Duration::ZERO, 1, 4096, Instant::now()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let t = Instant::now();
+        let log = m.stop().unwrap();
+        // Unparked at once, not at the epoch a minute away.
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert_eq!((log.epochs, log.moves.len(), log.held_workers), (0, 0, None));
+    }
+
+    #[test]
     fn the_applied_oracle_acts_once_after_its_stretch() {
         let e = Migrator::start_oracle(SampleBoard::new(1, 1), Duration::ZERO, Duration::ZERO, 1, 4096, Instant::now())
             .unwrap_err();
