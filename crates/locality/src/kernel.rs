@@ -1,11 +1,13 @@
 //! Asking the kernel: which node holds each sampled page (attribution), and
 //! moving pages where a placement plan says.
 //!
-//! Attribution is done once, at the end of a run, with `move_pages` on every
-//! distinct sampled page ([`Profile::attribute_at_end`]). That is exact for
-//! static placements (first touch, bind, cyclic, interleave, an applied
-//! plan): a page's node is fixed once it is faulted in, so asking at the end
-//! gives the node every earlier access saw, at one system call per 4096
+//! Attribution is done once, at the end of a run, for every distinct sampled
+//! page ([`Profile::attribute_at_end`], through
+//! [`Placement::locate_pages`]: by physical frame where the process may read
+//! frame numbers, `move_pages` otherwise). That is exact for static
+//! placements (first touch, bind, cyclic, interleave, an applied plan): a
+//! page's node is fixed once it is faulted in, so asking at the end gives
+//! the node every earlier access saw, at a few system calls per thousand
 //! pages instead of one per sample. It is wrong for runs whose pages move
 //! (migration, automatic NUMA balancing): those are attributed through the
 //! migrator's log of moves ([`Attribution::Live`]).
@@ -20,10 +22,12 @@ use skelaff_numa_alloc::{Apply, NodeSet, PageLocation, Placement, Policy, Topolo
 ///
 /// # Errors
 ///
-/// [`Error::Numa`] when `move_pages` fails as a whole.
+/// [`Error::Numa`] when the kernel cannot be asked (`move_pages` fails as a
+/// whole).
 pub fn page_nodes(pages: &[u64], page_size: u64) -> Result<Vec<Option<u16>>> {
-    // One `move_pages` per 4096 pages: sampled pages are scattered, and a
-    // call per run of consecutive pages cost a system call per few pages.
+    // One query for all: `locate_pages` reads runs of nearby pages' frames
+    // at once and asks `move_pages` 4096 pages per call for the rest (a
+    // call per run of consecutive pages cost a system call per few pages).
     // A page number past the address space (a profile from elsewhere) maps
     // to the last address, which the kernel reports as not mapped.
     let addrs: Vec<*const u8> = pages

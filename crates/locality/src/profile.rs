@@ -137,7 +137,8 @@ pub enum Attribution {
     /// Not asked: accesses carry no home.
     #[default]
     None,
-    /// Once, at the end of the run (`move_pages` on every sampled page):
+    /// Once, at the end of the run (the kernel asked where every sampled
+    /// page is):
     /// right for static placements, where a page never moves.
     AtEnd,
     /// As the run went: the node at the end walked back through a log of
