@@ -31,9 +31,10 @@
 //! from its start to its commit, and compares a window of `probe_units`
 //! helped units with the unhelped windows on both sides of it (off, on,
 //! off, so that a trend in unit times, such as a phase whose later units
-//! find less left to do, falls on both sides alike; the first measurement
-//! has only the window after it). Windows, not units in turn: the helper
-//! shadows the unit *after* the one the worker runs, so what it costs
+//! find less left to do, falls on both sides alike; a worker's first
+//! measurement starts with its off window too, so that the loss rule below
+//! can cut its first on-window short). Windows, not units in turn: the
+//! helper shadows the unit *after* the one the worker runs, so what it costs
 //! falls on the unit before a helped one. If the helped units are not
 //! faster by `margin`, the helper is switched off for a stretch that grows
 //! fourfold each time (up to 256 windows); if they are, the next
@@ -198,7 +199,10 @@ impl Probe {
         Probe {
             units,
             margin,
-            phase: Phase::On { left: units, measure: true },
+            // The baseline first: a helper that slows units down is then
+            // cut short in its first on-window too (labyrinth's 91-unit
+            // run paid a whole on-window, a third of its units, 27% slower).
+            phase: Phase::Probe { left: units },
             on: (Duration::ZERO, 0),
             off: (Duration::ZERO, 0),
             stretch: 1,
@@ -279,8 +283,8 @@ impl Probe {
     /// Whether a run starting now needs a helper thread: when it is
     /// likely to reach an on-window, judged by the length of the last run
     /// (a thread costs tens of microseconds to start and join, and kmeans'
-    /// iterations are runs of a few units). Before any run, only when it
-    /// starts on one. A run without a thread that reaches an on-window
+    /// iterations are runs of a few units). Before any run, always (its
+    /// length is not known). A run without a thread that reaches an on-window
     /// keeps the helper off until the next run.
     pub(crate) fn wants_thread(&self) -> bool {
         let to_on = match self.phase {
@@ -288,7 +292,7 @@ impl Probe {
             Phase::Probe { left } => left,
             Phase::Off { left } => left + self.units,
         };
-        self.last_run_units.is_some_and(|n| n > to_on)
+        self.last_run_units.is_none_or(|n| n > to_on)
     }
 
     /// Whether the unit starting now is timed.
@@ -616,7 +620,7 @@ mod tests {
         // Helped 30 µs, unhelped 20 µs: the probe switches the helper off.
         let mut w = Worker::new(Probe::new(4, 0.02));
         assert_eq!(w.p.certainly_off_after(), 0, "on: nothing is certain");
-        assert_eq!(w.measure(30, 20), 8, "the first measurement: on, then off");
+        assert_eq!(w.measure(30, 20), 12, "the first measurement: off, on, off");
         assert_eq!(w.p.switched_off, 1);
         // Off for one window of 4: the unit starting now and 3 after it.
         assert_eq!(w.p.certainly_off_after(), 3);
@@ -634,9 +638,12 @@ mod tests {
     #[test]
     fn probe_keeps_a_helper_that_pays_and_drops_one_that_does_not() {
         let mut w = Worker::new(Probe::new(4, 0.02));
-        assert!(w.p.helper_on() && w.p.measuring() && w.p.wants_thread(), "the first measurement starts helped");
+        assert!(
+            !w.p.helper_on() && w.p.measuring() && w.p.wants_thread(),
+            "the first measurement starts with its baseline, in a run with a helper thread"
+        );
         // Helped units take 10 µs, unhelped ones 20 µs: it pays.
-        assert_eq!(w.measure(10, 20), 8);
+        assert_eq!(w.measure(10, 20), 12);
         assert_eq!((w.p.probes, w.p.paid, w.p.switched_off), (1, 1, 0));
         assert_eq!((w.p.last_on_ns, w.p.last_off_ns), (10_000, 20_000));
         // On, unmeasured, for one window; then off, on, off, measured.
@@ -702,20 +709,26 @@ mod tests {
         // A loss short of a clear one runs the whole measurement.
         let mut w = second();
         assert_eq!(w.measure(12, 10), 96);
-        // The first measurement has no baseline while its on-window runs.
+        // The first measurement too: its baseline comes first.
         let mut w = Worker::new(Probe::new(32, 0.02));
-        assert_eq!(w.measure(40, 10), 64);
+        assert_eq!(w.measure(40, 10), 32 + 1 + EARLY_UNITS);
     }
 
     #[test]
     fn a_helper_thread_is_started_for_runs_that_reach_the_on_window() {
         let mut w = Worker::new(Probe::new(32, 0.02));
-        assert!(w.p.helper_on(), "the first run starts helped");
+        assert!(w.p.wants_thread(), "before any run: a thread, the run's length is not known");
         w.measure(20, 20);
         assert!(!w.p.measuring() && !w.p.helper_on(), "no gain: 32 off, then 32 baseline");
-        // Runs as long as this one (64 units) would not reach the next
-        // on-window either; then runs of 3 units (as kmeans' iterations):
-        // no thread until a run can reach it.
+        // A run as long as this one (96 units) would reach the next
+        // on-window: it gets a thread.
+        w.p = Probe::resume(32, 0.02, w.p.state());
+        assert!(w.p.wants_thread());
+        // It is a run of 3 units (as kmeans' iterations); so are the next
+        // ones: no thread until a run can reach the on-window.
+        for _ in 0..3 {
+            w.unit(20, 20);
+        }
         let mut runs_without = 0;
         loop {
             w.p = Probe::resume(32, 0.02, w.p.state());
@@ -727,7 +740,7 @@ mod tests {
                 w.unit(20, 20);
             }
         }
-        assert_eq!(runs_without, 21, "64 units to the on-window: 63 in 21 runs, then 1 < 3");
+        assert_eq!(runs_without, 20, "61 units to the on-window: 60 in 20 runs, then 1 < 3");
         assert!(!w.p.helper_on() && w.p.measuring());
     }
 
@@ -737,12 +750,15 @@ mod tests {
         // Runs of three units each (as kmeans' iterations), windows of 2:
         // the measurement spans two runs, and decides on all its units.
         let mut p = Probe::new(2, 0.02);
-        p.unit(us(20), true);
-        p.unit(us(10), true);
         p.unit(us(20), false);
+        p.unit(us(30), false);
+        p.unit(us(20), true);
         p = Probe::resume(2, 0.02, p.state());
         assert_eq!(p.probes, 0);
+        p.unit(us(10), true);
         p.unit(us(20), false);
+        assert_eq!(p.probes, 0);
+        p.unit(us(10), false);
         assert_eq!((p.probes, p.paid, p.last_on_ns, p.last_off_ns), (1, 1, 15_000, 20_000));
     }
 
@@ -758,10 +774,18 @@ mod tests {
         // measurement, which has one on-window.
         assert!(w.helped * 100 <= n, "{} units of {n} with the helper on", w.helped);
         let mut w = Worker::new(Probe::new(32, 0.02));
-        for _ in 0..(64 + 32) + (96 + 128) + (96 + 512) + (96 + 2048) {
+        // Four measurements of 96 (off, on, off) and the stretches after
+        // the first three; the fourth's stretch is all that is left.
+        for _ in 0..96 + (32 + 96) + (128 + 96) + (512 + 96) {
             w.unit(10, 10);
         }
         assert_eq!((w.p.probes, w.p.paid, w.helped), (4, 0, 4 * 32));
+        for _ in 0..2048 {
+            w.unit(10, 10);
+            assert!(!w.p.helper_on());
+        }
+        assert_eq!((w.p.probes, w.helped), (4, 4 * 32), "off for 64 windows after the fourth");
+        assert!(!w.p.helper_on() && w.p.measuring(), "then the fifth measurement's baseline");
     }
 
     #[test]

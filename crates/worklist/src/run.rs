@@ -197,6 +197,14 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     spawn_worker(scope, &state, &gate, *info, queue, assist, channel, place.is_some())
                 })
                 .collect();
+            // The workers are created: let them run (a refused one stopped
+            // the run). Helpers come after, so that creating them costs the
+            // workers nothing: a helper pins itself, and the spawning thread
+            // does not move to the helper's CPU (which, idle, had to be
+            // woken while the workers waited at the gate; and a helper's
+            // CPU may be a worker's, where the spawning thread would queue).
+            // A helper started late only picks up a later unit.
+            drop(opener);
             let helpers: Vec<_> = if A::ENABLED {
                 infos
                     .iter()
@@ -209,14 +217,12 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
                     .filter_map(|(((info, channel), place), _)| {
                         place
                             .filter(|_| assist.start_helper(channel))
-                            .map(|p| spawn_helper(scope, &state, &gate, *info, p, assist, channel))
+                            .map(|p| spawn_helper(scope, &state, *info, p, assist, channel))
                     })
                     .collect()
             } else {
                 Vec::new()
             };
-            // Every thread is created: let them run (a refused one stopped the run).
-            drop(opener);
             let mut refused = None;
             let results: Vec<Option<WorkerReport>> = workers
                 .into_iter()
@@ -409,16 +415,13 @@ fn spawn_worker<'scope, 'env, S: Skeleton, A: Assist<S>>(
 fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
     scope: &'scope Scope<'scope, 'env>,
     state: &'env RunState<'env, S>,
-    gate: &'env StartGate,
     info: WorkerInfo,
     place: HelperPlace,
     assist: &'env A,
     channel: &'env A::Channel,
 ) -> Option<ScopedJoinHandle<'scope, ()>> {
-    let _born_on = place.cpu.and_then(|c| pin::pinned_while(c).ok());
     let spawned =
         std::thread::Builder::new().name(format!("skelaff-helper-{}", info.index)).spawn_scoped(scope, move || {
-            gate.wait();
             if let Some(cpu) = place.cpu {
                 if let Err(e) = pin::pin_to_cpu(cpu) {
                     state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
@@ -438,8 +441,9 @@ fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
     }
 }
 
-/// Holds the run's new threads until the spawning thread has created them
-/// all. The spawning thread moves to each new thread's CPU to create it
+/// Holds the run's workers until the spawning thread has created them
+/// all (helpers are created after it opens, and pin themselves). The
+/// spawning thread moves to each worker's CPU to create it
 /// there (see [`spawn_worker`]); a thread that started at once could take
 /// that CPU from it, and the spawning thread, queued behind it, finished
 /// its next creation (and anything it held meanwhile) only when the
