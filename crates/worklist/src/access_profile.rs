@@ -225,16 +225,16 @@ impl AccessProfile {
         header.sampling = sampling;
         let seen: u64 = finished.iter().map(|f| f.seen).sum();
         let dropped: u64 = finished.iter().map(|f| f.dropped).sum();
-        let profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())
+        let mut profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())
             .map_err(|e| e.to_string())?;
         // The recorders counted samples; the header counts accesses, and
         // each kept sample now stands for STM period x recorder period.
-        let (mut header, accesses) = profile.into_parts();
-        header.sampling.period = sampling.period.saturating_mul(header.sampling.period);
-        header.seen = seen;
-        header.discarded += dropped;
-        let profile = Profile::new(header, accesses).map_err(|e| e.to_string())?;
-        let intended = intended_nodes(&profile);
+        let h = profile.header();
+        let (period, discarded) = (sampling.period.saturating_mul(h.sampling.period), h.discarded + dropped);
+        profile.restate_counts(period, seen, discarded);
+        // Sorted once, for both look-ups below.
+        let pages = profile.pages();
+        let intended = intended_nodes(&pages, profile.header().page_size);
         let (profile, attribution_error) = match &migration {
             Some(log) => match profile.clone().attribute_with_moves(&log.moves) {
                 Ok(p) => (p, None),
@@ -244,7 +244,7 @@ impl AccessProfile {
             // profile stays as it was, unattributed.
             None => {
                 let mut profile = profile;
-                let error = profile.attribute_now().err().map(|e| e.to_string());
+                let error = profile.attribute_pages_now(&pages).err().map(|e| e.to_string());
                 (profile, error)
             }
         };
@@ -328,15 +328,13 @@ impl AccessProfile {
 
 /// The node each sampled page's allocator chunk means it for, where the
 /// chunk's policy names one.
-fn intended_nodes(profile: &Profile) -> BTreeMap<u64, u16> {
-    let page_size = profile.header().page_size;
+fn intended_nodes(pages: &[u64], page_size: u64) -> BTreeMap<u64, u16> {
     // Pages come sorted, so runs of them share a chunk: its header is read
     // once per run, not once per page.
     let mut last: Option<skelaff_numa_alloc::alloc::ChunkInfo> = None;
-    profile
-        .pages()
-        .into_iter()
-        .filter_map(|page| {
+    pages
+        .iter()
+        .filter_map(|&page| {
             let addr = (page * page_size) as usize;
             let chunk = match last.take() {
                 Some(c) if (c.start..c.start + c.len).contains(&addr) => c,
