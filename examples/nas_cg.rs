@@ -34,15 +34,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("nas_cg: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    skelaff_bench_support::exit_code("nas_cg", run(&Args::parse()), "")
 }
 
 fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {

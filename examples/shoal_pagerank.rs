@@ -87,18 +87,11 @@ impl Run<'_> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("shoal_pagerank: some variant's ranks differ from the Vec version's");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("shoal_pagerank: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    skelaff_bench_support::exit_code(
+        "shoal_pagerank",
+        run(&Args::parse()),
+        "some variant's ranks differ from the Vec version's",
+    )
 }
 
 fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {

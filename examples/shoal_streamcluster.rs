@@ -90,18 +90,11 @@ enum Run {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("shoal_streamcluster: some variant's clustering differs from the Vec version's");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("shoal_streamcluster: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    skelaff_bench_support::exit_code(
+        "shoal_streamcluster",
+        run(&Args::parse()),
+        "some variant's clustering differs from the Vec version's",
+    )
 }
 
 fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {

@@ -113,15 +113,7 @@ fn llc_bytes(topo: &Topology) -> u64 {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("spmv: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    skelaff_bench_support::exit_code("spmv", run(&Args::parse()), "")
 }
 
 fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {

@@ -8,3 +8,24 @@ pub mod alloc_workloads;
 pub mod chase;
 pub mod overhead;
 pub mod spmv_peers;
+
+use std::process::ExitCode;
+
+/// The exit of an example binary whose `run` checks its own results:
+/// success when they held; otherwise `failed` (what did not hold) or the
+/// error, on standard error after the program's name, and failure.
+pub fn exit_code<E: std::fmt::Display>(program: &str, result: Result<bool, E>, failed: &str) -> ExitCode {
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            if !failed.is_empty() {
+                eprintln!("{program}: {failed}");
+            }
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
