@@ -426,3 +426,54 @@ fn shadows_walk_structures_that_workers_free() {
         assert!(total(&report).shadows_run > 0);
     }
 }
+
+/// Records the CPU mask each helper thread has when the skeleton sets it up.
+struct WhereHelpersRun {
+    counter: TVar<u64>,
+    helper_masks: parking_lot::Mutex<Vec<(usize, Vec<usize>)>>,
+}
+
+impl Skeleton for WhereHelpersRun {
+    type Unit = u64;
+    type Shared = ();
+    type PerWorker = ();
+
+    fn init_worker(&self, _: &(), _: &WorkerInfo) {}
+
+    fn init_helper(&self, _: &(), worker: &WorkerInfo) {
+        let mask = skelaff_numa_alloc::topology::thread_affinity().map(|m| m.iter().collect()).unwrap_or_default();
+        self.helper_masks.lock().push((worker.index, mask));
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        _: &u64,
+        _: &mut (),
+        _: &(),
+        _: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
+        let v = tx.read(&self.counter)?;
+        tx.write(&self.counter, v + 1)
+    }
+}
+
+#[test]
+fn a_helper_runs_pinned_to_the_cpu_its_place_names() {
+    // Helpers are created after the workers pass the start gate and pin
+    // themselves: the report's place must still be where they ran.
+    let s = WhereHelpersRun { counter: TVar::new(0), helper_masks: parking_lot::Mutex::new(Vec::new()) };
+    let threads = Topology::get().unwrap().allowed_cpus().len().clamp(1, 2);
+    let mut wl = Builder::new().threads(threads).helpers(Helpers::On).build(&s, &()).unwrap();
+    wl.add_work_units(0..2000);
+    let r = wl.run_with(&HelperThreads::new(HelperConfig::default()).unwrap()).unwrap();
+    assert_eq!(s.counter.load(), 2000);
+    assert_eq!(r.helpers.per_helper.len(), threads, "{:?}", r.decisions);
+    let masks = s.helper_masks.lock();
+    assert_eq!(masks.len(), threads, "every helper set up once: {masks:?}");
+    for (i, h) in r.helpers.per_helper.iter().enumerate() {
+        let Some(cpu) = h.place.cpu else { continue };
+        let (_, mask) = masks.iter().find(|(w, _)| *w == i).expect("helper of each worker");
+        assert_eq!(mask, &vec![cpu], "helper {i} placed on CPU {cpu} ran with mask {mask:?}");
+    }
+}
