@@ -41,7 +41,9 @@ use crate::skeleton::{Skeleton, WorkerInfo};
 /// cost a few atomic operations. [`finish`](Assist::finish) must make the helper body
 /// return soon (it is called once per worker, on every path out of the
 /// worker, including panics), because the run waits for every helper before
-/// it returns.
+/// it returns. Helper threads are created after the workers start, so a
+/// short worker may call `finish` before its helper's body begins: the body
+/// must then return at once too (check what `finish` set on entry).
 ///
 /// # Examples
 ///
