@@ -80,13 +80,20 @@ impl Profile {
     /// [`attribute_now`](Profile::attribute_now) for a caller that has the
     /// profile's [`pages`](Profile::pages) at hand already (sorting a
     /// run's samples by page is a good part of the cost on small runs).
-    /// `pages` must be sorted; accesses to pages it leaves out stay
+    /// `pages` is expected sorted (an unsorted list is sorted into a copy
+    /// first, never misread); accesses to pages it leaves out stay
     /// unattributed.
     ///
     /// # Errors
     ///
     /// As [`attribute_at_end`](Profile::attribute_at_end).
     pub fn attribute_pages_now(&mut self, pages: &[u64]) -> Result<()> {
+        if !pages.is_sorted() {
+            let mut sorted = pages.to_vec();
+            sorted.sort_unstable();
+            sorted.dedup();
+            return self.attribute_pages_now(&sorted);
+        }
         let nodes = page_nodes(pages, self.header().page_size)?;
         // `pages` is sorted: a binary search finds each access's page.
         self.attribute(Attribution::AtEnd, |p| pages.binary_search(&p).ok().and_then(|i| nodes[i]))
@@ -171,6 +178,10 @@ mod tests {
         assert_eq!(p.accesses()[0].home, all.accesses()[0].home);
         assert!(all.accesses()[1].home.is_some());
         assert_eq!(p.header().attribution, Attribution::AtEnd);
+        // Pages out of order are sorted first, not misread by the binary search.
+        let mut unsorted = all.clone();
+        unsorted.attribute_pages_now(&[b, a]).unwrap();
+        assert_eq!(unsorted.accesses(), all.accesses());
         drop(v);
     }
 }
