@@ -39,6 +39,7 @@
 //! # Ok::<(), skelaff_locality::Error>(())
 //! ```
 
+mod board;
 mod cost;
 mod error;
 mod footprint;
@@ -53,13 +54,14 @@ mod recorder;
 mod report;
 mod schemes;
 
+pub use board::SampleBoard;
 pub use cost::{CostModel, LocalityFigures};
 pub use error::{Error, Result};
 pub use footprint::{Footprint, FootprintCell, SharingRow};
 pub use format::RECORD_BYTES;
 pub use kernel::{Applied, page_nodes};
 pub use machine::{DEFAULT_REMOTE_DISTANCE, LOCAL_DISTANCE, MAX_DISTANCE, MAX_NODES, Machine, PaperMachine};
-pub use migrate::{MigrationLog, Migrator, PageMove, SampleBoard};
+pub use migrate::{MigrationLog, Migrator, PageMove};
 pub use plan::PlacementPlan;
 pub use profile::{Access, AccessKind, Attribution, Profile, ProfileHeader, Sampling};
 pub use recorder::{Overflow, Recorder};

@@ -4,15 +4,16 @@
 //! moved.
 //!
 //! Workers post each kept sample `(page, node)` to their slot of a
-//! [`SampleBoard`] (one lock per worker, so workers never contend with each
-//! other; a slot holds at most `capacity` samples between epochs and counts
-//! what it had to drop). Every epoch the [`Migrator`] thread drains the
+//! [`SampleBoard`]. Every epoch the [`Migrator`] thread drains the
 //! board, asks the kernel where the sampled pages are, and moves the
 //! `pages_per_epoch` hottest misplaced pages to their dominant accessor's
 //! node (one batched `move_pages`, through
 //! [`Placement::move_pages_to`](skelaff_numa_alloc::Placement::move_pages_to)),
-//! logging each move with the time the batch ended. [`Profile::attribute_with_moves`] then gives every sampled access
-//! the node its page had when the access happened.
+//! logging each move with the time the batch ended.
+//! [`Profile::attribute_with_moves`] then gives every sampled access the
+//! node its page had when the access happened. The applied oracle
+//! ([`Migrator::start_oracle`]) moves once, done by its thread or by the
+//! first worker to see its stretch end.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,136 +21,38 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use skelaff_numa_alloc::{PageLocation, Placement};
 
+use crate::board::SampleBoard;
 use crate::error::{Error, Result};
 use crate::kernel::page_nodes;
 use crate::profile::{Attribution, Profile};
 use crate::schemes::{Epoch, MigrationRule, choose_moves};
 
-/// The workers' recent samples, one bounded slot per worker; and the gate
-/// at which the applied oracle holds the workers while it moves pages.
+/// An applied oracle waiting for its stretch to end: whoever sees the end
+/// first (the migration thread at its epoch, or a worker between two units)
+/// claims it and moves the pages.
 #[derive(Debug)]
-pub struct SampleBoard {
-    slots: Vec<Mutex<Vec<(u64, u16)>>>,
-    capacity: usize,
-    dropped: AtomicU64,
-    /// Set while the oracle wants the workers held ([`SampleBoard::checkpoint`]).
-    hold: AtomicBool,
-    gate: Mutex<Gate>,
-    changed: Condvar,
-}
-
-/// Workers between [`SampleBoard::enter`] and [`SampleBoard::leave`], and
-/// how many of them wait at the gate.
-#[derive(Debug, Default)]
-struct Gate {
-    active: usize,
-    held: usize,
-}
-
-impl SampleBoard {
-    /// A board for `workers` workers, each slot holding at most `capacity`
-    /// samples between two epochs.
-    pub fn new(workers: usize, capacity: usize) -> Arc<SampleBoard> {
-        Arc::new(SampleBoard {
-            slots: (0..workers).map(|_| Mutex::new(Vec::with_capacity(capacity.min(4096)))).collect(),
-            capacity,
-            dropped: AtomicU64::new(0),
-            hold: AtomicBool::new(false),
-            gate: Mutex::new(Gate::default()),
-            changed: Condvar::new(),
-        })
-    }
-
-    /// A worker starts posting: the oracle waits for it at its moves.
-    pub fn enter(&self) {
-        self.gate.lock().active += 1;
-    }
-
-    /// A worker is done: nobody waits for it any more.
-    pub fn leave(&self) {
-        let mut g = self.gate.lock();
-        g.active = g.active.saturating_sub(1);
-        self.changed.notify_all();
-    }
-
-    /// Whether the oracle wants the workers held (one relaxed load).
-    #[inline]
-    pub fn holding(&self) -> bool {
-        self.hold.load(Ordering::Relaxed)
-    }
-
-    /// Between two units: if the oracle is moving pages, wait until it is
-    /// done (one relaxed load otherwise).
-    #[inline]
-    pub fn checkpoint(&self) {
-        if self.holding() {
-            self.wait_at_gate();
-        }
-    }
-
-    #[cold]
-    fn wait_at_gate(&self) {
-        let mut g = self.gate.lock();
-        g.held += 1;
-        self.changed.notify_all();
-        while self.hold.load(Ordering::Acquire) {
-            self.changed.wait(&mut g);
-        }
-        g.held -= 1;
-    }
-
-    /// Asks every entered worker to wait at its next checkpoint, and waits
-    /// until all do or `within` has passed (a worker in a long unit, or one
-    /// idle between units, is not waited for longer); returns how many
-    /// were held and how many were entered.
-    fn hold_workers(&self, within: Duration) -> (usize, usize) {
-        let deadline = Instant::now() + within;
-        let mut g = self.gate.lock();
-        self.hold.store(true, Ordering::Release);
-        while g.held < g.active && !self.changed.wait_until(&mut g, deadline).timed_out() {}
-        (g.held, g.active)
-    }
-
-    /// Lets the held workers go on.
-    fn release_workers(&self) {
-        let _g = self.gate.lock();
-        self.hold.store(false, Ordering::Release);
-        self.changed.notify_all();
-    }
-
-    /// Worker `worker` (below the board's count; others are ignored) saw a
-    /// sampled access to `page` from `node`.
-    pub fn post(&self, worker: usize, page: u64, node: u16) {
-        let Some(slot) = self.slots.get(worker) else { return };
-        let mut s = slot.lock();
-        if s.len() < self.capacity {
-            s.push((page, node));
-        } else {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Samples dropped because a slot was full.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
-
-    fn drain_counts(&self, nodes: usize) -> HashMap<u64, Vec<u64>> {
-        let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
-        for slot in &self.slots {
-            let samples = std::mem::take(&mut *slot.lock());
-            for (page, node) in samples {
-                if let Some(c) = counts.entry(page).or_insert_with(|| vec![0; nodes]).get_mut(usize::from(node)) {
-                    *c += 1;
-                }
-            }
-        }
-        counts
-    }
+pub(crate) struct OracleTask {
+    /// When it is due (`u64::MAX` while claimed), and the stretch it waits
+    /// again when the board had no sample at its end.
+    due_ns: AtomicU64,
+    after: Duration,
+    /// How long to wait for the workers to reach their checkpoints.
+    hold: Duration,
+    nodes: usize,
+    page_size: u64,
+    /// The run's clock.
+    start: Instant,
+    /// The board's drops when the oracle started (a board may serve several runs).
+    dropped_before: u64,
+    /// The workers that had left the board when the oracle started.
+    left_before: u64,
+    claimed: AtomicBool,
+    /// What the one who acted did.
+    log: Mutex<Option<Result<MigrationLog>>>,
 }
 
 /// One page moved by the migrator.
@@ -187,6 +90,11 @@ pub struct MigrationLog {
     /// moved pages, of those running (the rest ran on meanwhile).
     #[serde(default)]
     pub held_workers: Option<(u64, u64)>,
+    /// The applied oracle's moves were made by a worker that found its
+    /// stretch over between two units ([`SampleBoard::act_if_due`]), not
+    /// by the oracle's thread.
+    #[serde(default)]
+    pub by_worker: bool,
     /// Moved pages still on the node their last move put them on when the
     /// thread stopped (`None`: not asked).
     #[serde(default)]
@@ -213,6 +121,8 @@ pub struct Migrator {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<Result<MigrationLog>>,
     page_size: u64,
+    /// The applied oracle and its board.
+    oracle: Option<(Arc<OracleTask>, Arc<SampleBoard>)>,
 }
 
 impl Migrator {
@@ -231,7 +141,7 @@ impl Migrator {
         page_size: u64,
         start: Instant,
     ) -> Result<Migrator> {
-        Migrator::spawn(board, rule, nodes, page_size, start, None)
+        Migrator::spawn(board, rule, nodes, page_size, start)
     }
 
     /// Oracle_High applied for real, once, from a first profiling stretch
@@ -243,7 +153,10 @@ impl Migrator {
     ///
     /// While it moves, the workers that reach a checkpoint
     /// ([`SampleBoard::checkpoint`]) wait; before moving it waits at most
-    /// `hold` for all of them to get there. A run of long units wants a
+    /// `hold` for all of them to get there. The thread is a fallback: a
+    /// worker that finds the stretch over between two units
+    /// ([`SampleBoard::act_if_due`]) does the same at once, and the thread
+    /// then does nothing. A run of long units wants a
     /// short `hold` (a worker mid-unit runs on while the pages move, and
     /// its accesses until the batch ends count on the node a page came
     /// from); a run of short units loses nothing by waiting for all.
@@ -262,9 +175,35 @@ impl Migrator {
         if after.is_zero() {
             return Err(Error::Migration { reason: "the oracle needs a profiling stretch longer than zero".into() });
         }
-        let ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
-        let rule = MigrationRule { pages_per_epoch: usize::MAX, epoch: Epoch::Time { ns } };
-        Migrator::spawn(board, rule, nodes, page_size, start, Some(hold))
+        let due_ns = u64::try_from((start.elapsed() + after).as_nanos()).unwrap_or(u64::MAX - 1).min(u64::MAX - 1);
+        let task = Arc::new(OracleTask {
+            due_ns: AtomicU64::new(due_ns),
+            after,
+            hold,
+            nodes,
+            page_size,
+            start,
+            dropped_before: board.dropped(),
+            left_before: board.workers_left(),
+            claimed: AtomicBool::new(false),
+            log: Mutex::new(None),
+        });
+        *board.oracle.lock() = Some(task.clone());
+        board.oracle_due_ns.store(due_ns, Ordering::Relaxed);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (b, t) = (board.clone(), task.clone());
+        let spawned = std::thread::Builder::new().name("skelaff-oracle".into()).spawn(move || {
+            wait_for_oracle(&b, &t, &flag);
+            Ok(MigrationLog::default())
+        });
+        match spawned {
+            Ok(handle) => Ok(Migrator { stop, handle, page_size, oracle: Some((task, board)) }),
+            Err(e) => {
+                board.withdraw_oracle(&task);
+                Err(Error::io("spawning the migration thread")(e))
+            }
+        }
     }
 
     fn spawn(
@@ -273,7 +212,6 @@ impl Migrator {
         nodes: usize,
         page_size: u64,
         start: Instant,
-        once: Option<Duration>,
     ) -> Result<Migrator> {
         let Epoch::Time { ns } = rule.epoch else {
             return Err(Error::Migration {
@@ -286,11 +224,11 @@ impl Migrator {
         let handle = std::thread::Builder::new()
             .name("skelaff-migrator".into())
             .spawn(move || {
-                let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start, once };
+                let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start };
                 run(&board, &job, &flag)
             })
             .map_err(Error::io("spawning the migration thread"))?;
-        Ok(Migrator { stop, handle, page_size })
+        Ok(Migrator { stop, handle, page_size, oracle: None })
     }
 
     /// Stops the thread after its current epoch and returns its log. The
@@ -305,8 +243,19 @@ impl Migrator {
     pub fn stop(self) -> Result<MigrationLog> {
         self.stop.store(true, Ordering::Release);
         self.handle.thread().unpark();
-        let mut log =
-            self.handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }))?;
+        let joined =
+            self.handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }));
+        let mut log = match &self.oracle {
+            Some((task, board)) => {
+                board.withdraw_oracle(task);
+                joined?;
+                // Whoever acted left its log; nobody did if the run ended first.
+                let mut log = task.log.lock().take().unwrap_or_else(|| Ok(MigrationLog::default()))?;
+                log.dropped_samples = board.dropped().saturating_sub(task.dropped_before);
+                log
+            }
+            None => joined?,
+        };
         // Where each page's last move put it, is it still there?
         let mut last: HashMap<u64, u16> = HashMap::new();
         for m in &log.moves {
@@ -331,8 +280,8 @@ struct Held<'a> {
 }
 
 impl<'a> Held<'a> {
-    fn new(board: &'a SampleBoard, within: Duration) -> Self {
-        let (held, active) = board.hold_workers(within);
+    fn new(board: &'a SampleBoard, within: Duration, acting: usize) -> Self {
+        let (held, active) = board.hold_workers(within, acting);
         Held { board, counts: (held as u64, active as u64) }
     }
 }
@@ -353,13 +302,10 @@ struct Job {
     page_size: u64,
     /// The run's clock.
     start: Instant,
-    /// Stop after the first epoch that had samples (the applied oracle),
-    /// holding the workers, waiting this long at most for all of them.
-    once: Option<Duration>,
 }
 
 fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog> {
-    let Job { pages, epoch, nodes, page_size, start, once } = *job;
+    let Job { pages, epoch, nodes, page_size, start } = *job;
     let mut log = MigrationLog::default();
     // The board may have served earlier runs: count only this run's drops.
     let dropped_before = board.dropped();
@@ -367,63 +313,150 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
         if now < next {
-            // Parked until the epoch (`stop` unparks it): a sleep in 5 ms
-            // slices woke the applied oracle of a 17 ms labyrinth run 6 ms
-            // late in a TCG guest, after the run's last unit.
+            // Parked until the epoch (`stop` unparks it).
             std::thread::park_timeout(next - now);
             continue;
         }
         next += epoch;
         log.epochs += 1;
         let began = Instant::now();
-        // The oracle holds the workers while it moves: under TCG a page
-        // takes about 0.6 ms to move, and workers running meanwhile made
-        // most of a small run's accesses before the placement was the
-        // oracle's. Released when `held` drops, on every way out.
-        let held = once.map(|within| Held::new(board, within));
-        let counts = board.drain_counts(nodes);
-        let chosen_ns = start.elapsed().as_nanos() as u64;
-        if counts.is_empty() {
-            continue;
-        }
-        let mut sampled: Vec<u64> = counts.keys().copied().collect();
-        sampled.sort_unstable();
-        let homes: HashMap<u64, Option<u16>> = sampled.iter().copied().zip(page_nodes(&sampled, page_size)?).collect();
-        // Every chosen page in one batch (`move_pages`, 4096 per call): an
-        // oracle moves thousands of scattered pages at once, and an `mbind`
-        // per page took 0.3-3 s under TCG, so its moves landed after most
-        // small runs had ended. A page's move is logged at the end of the
-        // batch: an access made while the batch ran counts on the node the
-        // page came from.
-        let chosen: Vec<(u64, u16, u16)> = choose_moves(&counts, |p| homes.get(&p).copied().flatten(), pages)
-            .into_iter()
-            .filter_map(|(page, to)| Some((page, homes.get(&page).copied().flatten()?, to)))
-            .collect();
-        if !chosen.is_empty() {
-            let batch: Vec<(*const u8, usize)> = chosen
-                .iter()
-                .map(|&(page, _, to)| ((page * page_size) as usize as *const u8, usize::from(to)))
-                .collect();
-            let now_at = Placement::move_pages_to(&batch)
-                .map_err(|source| Error::Numa { what: format!("moving {} pages", batch.len()), source })?;
-            let time_ns = start.elapsed().as_nanos() as u64;
-            for (&(page, from, to), at) in chosen.iter().zip(now_at) {
-                if at == PageLocation::Node(usize::from(to)) {
-                    log.moves.push(PageMove { page, from, to, time_ns, chosen_ns });
-                } else {
-                    log.failed += 1;
-                }
-            }
-        }
+        let _had_samples = move_hottest(board, nodes, page_size, pages, start, &mut log)?;
         log.work_ns += began.elapsed().as_nanos() as u64;
-        log.held_workers = held.as_ref().map(|h| h.counts);
-        drop(held);
-        if once.is_some() {
-            break;
-        }
     }
     log.dropped_samples = board.dropped().saturating_sub(dropped_before);
     Ok(log)
+}
+
+impl OracleTask {
+    /// Whether the caller is the one to act (the first to ask); the board's
+    /// workers stop looking.
+    fn claim(&self, board: &SampleBoard) -> bool {
+        if self.claimed.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.due_ns.store(u64::MAX, Ordering::Relaxed);
+        board.oracle_due_ns.store(u64::MAX, Ordering::Relaxed);
+        true
+    }
+
+    /// Claims the oracle and acts on it (`acting` of the board's workers
+    /// being the caller); a board without samples, or a run whose workers
+    /// have all finished, makes it wait another stretch. Whether the caller
+    /// claimed it.
+    pub(crate) fn act(&self, board: &SampleBoard, acting: usize) -> bool {
+        if !self.claim(board) {
+            return false;
+        }
+        match act_oracle(board, self, acting) {
+            Ok(log) if log.held_workers.is_none() => {
+                let due = u64::try_from((self.start.elapsed() + self.after).as_nanos()).unwrap_or(u64::MAX - 1);
+                let due = due.min(u64::MAX - 1);
+                self.due_ns.store(due, Ordering::Relaxed);
+                self.claimed.store(false, Ordering::Release);
+                board.oracle_due_ns.store(due, Ordering::Relaxed);
+            }
+            log => *self.log.lock() = Some(log),
+        }
+        true
+    }
+}
+
+/// The oracle's thread: parked until the stretch's end (`stop` unparks it),
+/// then acts unless a worker has.
+fn wait_for_oracle(board: &SampleBoard, task: &OracleTask, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
+        let due = task.due_ns.load(Ordering::Relaxed);
+        if due == u64::MAX {
+            // A worker is acting: done when its log is in, or the board
+            // was empty and the oracle waits another stretch (looked for
+            // once a stretch; `stop` unparks it).
+            if task.log.lock().is_some() {
+                return;
+            }
+            std::thread::park_timeout(task.after);
+            continue;
+        }
+        let now = u64::try_from(task.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if now < due {
+            // Parked, not slept in slices: a sleep in 5 ms slices woke the
+            // oracle of a 17 ms labyrinth run 6 ms late in a TCG guest.
+            std::thread::park_timeout(Duration::from_nanos(due - now));
+            continue;
+        }
+        task.act(board, 0);
+    }
+}
+
+/// Oracle_High applied once: the workers held (`acting` of them being the
+/// caller), every misplaced sampled page moved to its dominant accessor's
+/// node.
+fn act_oracle(board: &SampleBoard, task: &OracleTask, acting: usize) -> Result<MigrationLog> {
+    let began = Instant::now();
+    let mut log = MigrationLog { epochs: 1, by_worker: acting > 0, ..MigrationLog::default() };
+    // The oracle holds the workers while it moves: under TCG a page takes
+    // about 0.6 ms to move, and workers running meanwhile made most of a
+    // small run's accesses before the placement was the oracle's. Released
+    // when `held` drops, on every way out.
+    let held = Held::new(board, task.hold, acting);
+    if board.run_over(task.left_before) {
+        // The run's workers have all finished (its stretch ended in the
+        // gap before the run stops the thread): moves now would come after
+        // its last access. The samples stay on the board, and a later run
+        // of the stretch acts on them at its start.
+        return Ok(log);
+    }
+    if move_hottest(board, task.nodes, task.page_size, usize::MAX, task.start, &mut log)? {
+        log.held_workers = Some(held.counts);
+    }
+    log.work_ns = began.elapsed().as_nanos() as u64;
+    Ok(log)
+}
+
+/// One epoch: the board's samples drained, the kernel asked where their
+/// pages are, and the `pages` hottest misplaced ones moved to their
+/// dominant accessor's node, logged in `log`. Whether the board had samples.
+fn move_hottest(
+    board: &SampleBoard,
+    nodes: usize,
+    page_size: u64,
+    pages: usize,
+    start: Instant,
+    log: &mut MigrationLog,
+) -> Result<bool> {
+    let counts = board.drain_counts(nodes);
+    let chosen_ns = start.elapsed().as_nanos() as u64;
+    if counts.is_empty() {
+        return Ok(false);
+    }
+    let mut sampled: Vec<u64> = counts.keys().copied().collect();
+    sampled.sort_unstable();
+    let homes: HashMap<u64, Option<u16>> = sampled.iter().copied().zip(page_nodes(&sampled, page_size)?).collect();
+    // Every chosen page in one batch (`move_pages`, 4096 per call): an
+    // oracle moves thousands of scattered pages at once, and an `mbind`
+    // per page took 0.3-3 s under TCG, so its moves landed after most
+    // small runs had ended. A page's move is logged at the end of the
+    // batch: an access made while the batch ran counts on the node the
+    // page came from.
+    let chosen: Vec<(u64, u16, u16)> = choose_moves(&counts, |p| homes.get(&p).copied().flatten(), pages)
+        .into_iter()
+        .filter_map(|(page, to)| Some((page, homes.get(&page).copied().flatten()?, to)))
+        .collect();
+    if chosen.is_empty() {
+        return Ok(true);
+    }
+    let batch: Vec<(*const u8, usize)> =
+        chosen.iter().map(|&(page, _, to)| ((page * page_size) as usize as *const u8, usize::from(to))).collect();
+    let now_at = Placement::move_pages_to(&batch)
+        .map_err(|source| Error::Numa { what: format!("moving {} pages", batch.len()), source })?;
+    let time_ns = start.elapsed().as_nanos() as u64;
+    for (&(page, from, to), at) in chosen.iter().zip(now_at) {
+        if at == PageLocation::Node(usize::from(to)) {
+            log.moves.push(PageMove { page, from, to, time_ns, chosen_ns });
+        } else {
+            log.failed += 1;
+        }
+    }
+    Ok(true)
 }
 
 impl Profile {
@@ -463,60 +496,6 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_board_is_bounded_and_counts_by_node() {
-        let b = SampleBoard::new(2, 3);
-        for i in 0..5 {
-            b.post(0, 7, (i % 2) as u16);
-        }
-        b.post(1, 8, 1);
-        b.post(9, 8, 1); // no such worker: ignored
-        assert_eq!(b.dropped(), 2);
-        let c = b.drain_counts(2);
-        assert_eq!((c[&7].clone(), c[&8].clone()), (vec![2, 1], vec![0, 1]));
-        assert!(b.drain_counts(2).is_empty());
-    }
-
-    #[test]
-    fn the_gate_holds_workers_at_their_checkpoints_until_released() {
-        let board = SampleBoard::new(2, 4);
-        let done = Arc::new(AtomicBool::new(false));
-        let units = Arc::new(AtomicU64::new(0));
-        board.enter();
-        let worker = {
-            let (board, done, units) = (board.clone(), done.clone(), units.clone());
-            std::thread::spawn(move || {
-                while !done.load(Ordering::Acquire) {
-                    units.fetch_add(1, Ordering::Relaxed);
-                    board.checkpoint();
-                }
-                board.leave();
-            })
-        };
-        // A second entered worker that never reaches a checkpoint is waited
-        // for only as long as asked.
-        board.enter();
-        let began = Instant::now();
-        let (held, active) = board.hold_workers(Duration::from_millis(200));
-        assert_eq!((held, active), (1, 2));
-        assert!(began.elapsed() >= Duration::from_millis(200));
-        let at = units.load(Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(units.load(Ordering::Relaxed), at, "a held worker runs no unit");
-        board.release_workers();
-        while units.load(Ordering::Relaxed) == at {
-            std::thread::yield_now();
-        }
-        board.leave();
-        // With every entered worker at the gate, the wait ends at once.
-        let (held, active) = board.hold_workers(Duration::from_secs(60));
-        assert_eq!((held, active), (1, 1));
-        board.release_workers();
-        done.store(true, Ordering::Release);
-        worker.join().unwrap();
-        assert_eq!(board.gate.lock().active, 0);
-    }
 
     #[test]
     fn a_sample_count_epoch_is_refused_for_the_thread() {
@@ -586,6 +565,78 @@ mod tests {
         assert_eq!((log.moves.len(), log.failed), (0, 0), "one node: nothing is misplaced");
         assert_eq!(board.drain_counts(1).len(), 1, "the sample posted after the oracle acted is still on the board");
         drop(v);
+    }
+
+    #[test]
+    fn a_worker_past_the_stretch_acts_for_the_oracle_and_counts_itself_held() {
+        let board = SampleBoard::new(1, 16);
+        assert!(!board.oracle_waiting());
+        board.enter();
+        let v = vec![1u8; 1 << 14];
+        // The thread's stretch is a minute: only the worker can act here.
+        let m = Migrator::start_oracle(
+            board.clone(),
+            Duration::from_secs(60),
+            Duration::from_secs(60),
+            1,
+            4096,
+            Instant::now(),
+        )
+        .unwrap();
+        assert!(board.oracle_waiting());
+        assert!(!board.oracle_due(Duration::from_secs(1)));
+        assert!(!board.act_if_due(Duration::from_secs(1)), "acted before the stretch ended");
+        // The stretch ended with nothing sampled: the worker claims it,
+        // finds the board empty, and the oracle waits another stretch.
+        assert!(board.act_if_due(Duration::from_secs(61)));
+        assert!(board.oracle_waiting());
+        // Re-armed a stretch after the (real) moment it found the board empty.
+        assert!(!board.oracle_due(Duration::from_secs(60)), "re-armed a stretch later");
+        board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
+        let began = Instant::now();
+        assert!(board.act_if_due(Duration::from_secs(1000)));
+        // The one worker entered is the one acting: no wait for the others.
+        assert!(began.elapsed() < Duration::from_secs(30), "{:?}", began.elapsed());
+        assert!(!board.oracle_waiting());
+        assert!(!board.act_if_due(Duration::from_secs(2000)), "the oracle acts once");
+        board.leave();
+        let log = m.stop().unwrap();
+        assert_eq!((log.epochs, log.held_workers, log.by_worker), (1, Some((1, 1)), true), "{log:?}");
+        assert_eq!((log.moves.len(), log.failed), (0, 0), "one node: nothing is misplaced");
+        drop(v);
+    }
+
+    #[test]
+    fn an_oracle_due_after_its_run_s_workers_finished_leaves_the_samples_for_the_next_run() {
+        let board = SampleBoard::new(1, 16);
+        let v = vec![1u8; 1 << 14];
+        let m = Migrator::start_oracle(board.clone(), Duration::from_secs(60), Duration::ZERO, 1, 4096, Instant::now())
+            .unwrap();
+        // The run's one worker samples a page and finishes.
+        board.enter();
+        board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
+        board.leave();
+        // The thread's turn comes now (as if its epoch had come in the gap
+        // before the run stops it): it claims, and does nothing.
+        let task = board.oracle.lock().clone().unwrap();
+        assert!(task.act(&board, 0));
+        assert!(board.oracle_waiting(), "waits again");
+        let log = m.stop().unwrap();
+        assert_eq!((log.epochs, log.held_workers), (0, None), "{log:?}");
+        assert_eq!(board.drain_counts(1).len(), 1, "the sample is still on the board");
+        drop(v);
+    }
+
+    #[test]
+    fn a_stopped_oracle_leaves_its_board_to_the_next_run() {
+        let board = SampleBoard::new(1, 16);
+        let m = Migrator::start_oracle(board.clone(), Duration::from_secs(60), Duration::ZERO, 1, 4096, Instant::now())
+            .unwrap();
+        let log = m.stop().unwrap();
+        assert_eq!(log.held_workers, None);
+        // The run ended before the stretch: no worker may act on it now.
+        assert!(!board.oracle_waiting());
+        assert!(!board.act_if_due(Duration::from_secs(1000)));
     }
 
     #[test]

@@ -353,8 +353,9 @@ fn run(
         if let Some(l) = &ap.migration {
             let (held, of) = l.held_workers.unwrap_or_default();
             println!(
-                "     {held} of {of} workers held while the pages moved; {} moves refused; {:?} of {} moved pages still \
-                 on their node at the end",
+                "     {held} of {of} workers held while the pages moved (moved by {}); {} moves refused; {:?} of {} \
+                 moved pages still on their node at the end",
+                if l.by_worker { "a worker" } else { "the oracle's thread" },
                 l.failed,
                 l.still_there,
                 l.moves.len()

@@ -94,20 +94,48 @@ impl WorkerSampler {
 
     /// A unit committed: every [`DRAIN_UNITS`] units, [`drain`](Self::drain).
     #[inline]
-    pub(crate) fn unit_done(&mut self, at: impl FnOnce() -> Duration, page_size: usize) {
+    pub(crate) fn unit_done(&mut self, at: impl Fn() -> Duration, page_size: usize) {
         self.undrained += 1;
-        // The applied oracle moves pages with the workers held here: what
-        // this worker has sampled goes to the board first.
-        if self.board.as_ref().is_some_and(|b| b.holding()) {
-            self.drain(at, page_size);
-            if let Some(b) = &self.board {
-                b.checkpoint();
-            }
+        if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting()) && self.checkpoint(&at, page_size) {
             return;
         }
         if self.undrained >= DRAIN_UNITS {
             self.drain(at, page_size);
         }
+    }
+
+    /// A worker with no unit to run: it waits at the oracle's gate too, and
+    /// acts for the oracle when its stretch has ended (a run of long units
+    /// may have only idle workers at the end of the stretch, none between
+    /// two units).
+    #[inline]
+    pub(crate) fn idle(&mut self, at: impl Fn() -> Duration, page_size: usize) {
+        if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting()) {
+            self.checkpoint(&at, page_size);
+        }
+    }
+
+    /// With an applied oracle on the board: while it moves pages, this
+    /// worker's samples go to the board and it waits; until it acts, its
+    /// stretch's end is looked for (one clock read: only runs with an
+    /// applied oracle pay it) and the first worker to see it acts at once,
+    /// instead of the oracle's thread, which may wait long for a CPU.
+    /// Whether the samples were drained.
+    #[cold]
+    fn checkpoint(&mut self, at: &impl Fn() -> Duration, page_size: usize) -> bool {
+        let Some(board) = self.board.clone() else { return false };
+        if board.holding() {
+            self.drain(at, page_size);
+            board.checkpoint();
+            return true;
+        }
+        let now = at();
+        if !board.oracle_due(now) {
+            return false;
+        }
+        self.drain(|| now, page_size);
+        board.act_if_due(now);
+        true
     }
 
     /// Moves the samples of the units committed since the last drain into
@@ -304,6 +332,7 @@ impl AccessProfile {
                         // pages still in place count per run, unknown if
                         // any run could not tell.
                         m.held_workers = m.held_workers.or(l.held_workers);
+                        m.by_worker |= l.by_worker;
                         m.still_there = m.still_there.zip(l.still_there).map(|(a, b)| a + b);
                         let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
                         m.moves.extend(l.moves.into_iter().map(|x| skelaff_locality::PageMove {
@@ -329,20 +358,27 @@ impl AccessProfile {
 /// The node each sampled page's allocator chunk means it for, where the
 /// chunk's policy names one.
 fn intended_nodes(pages: &[u64], page_size: u64) -> BTreeMap<u64, u16> {
-    // Pages come sorted, so runs of them share a chunk: its header is read
-    // once per run, not once per page.
-    let mut last: Option<skelaff_numa_alloc::alloc::ChunkInfo> = None;
+    use skelaff_numa_alloc::alloc::{CHUNK_SIZE, ChunkInfo, chunk_info};
+    // Chunks are `CHUNK_SIZE`-aligned and the pages come sorted, so the
+    // allocator is asked once per aligned window holding sampled pages,
+    // and a window outside every chunk (the system heap, the stacks) is not
+    // searched for again for each of its pages.
+    let mut last: Option<(usize, Option<ChunkInfo>)> = None;
     pages
         .iter()
         .filter_map(|&page| {
             let addr = (page * page_size) as usize;
-            let chunk = match last.take() {
-                Some(c) if (c.start..c.start + c.len).contains(&addr) => c,
-                _ => skelaff_numa_alloc::alloc::chunk_info(addr as *const u8)?,
-            };
-            let node = chunk.intended_node(addr - chunk.start);
-            last = Some(chunk);
-            Some((page, u16::try_from(node?).ok()?))
+            let window = addr & !(CHUNK_SIZE - 1);
+            let chunk = match last {
+                Some((w, c)) if w == window => c,
+                _ => {
+                    let c = chunk_info(window as *const u8);
+                    last = Some((window, c));
+                    c
+                }
+            }?;
+            let node = chunk.intended_node(addr - chunk.start)?;
+            Some((page, u16::try_from(node).ok()?))
         })
         .collect()
 }

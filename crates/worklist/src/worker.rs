@@ -210,6 +210,9 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
         if state.signal.done() {
             break;
         }
+        if let Some(s) = &mut sampler {
+            s.idle(|| state.start.elapsed(), state.page_size);
+        }
         let t = Instant::now();
         if backoff.is_completed() {
             state.signal.wait(epoch);
