@@ -1,7 +1,10 @@
 //! The board between the workers and the migration thread: each worker
 //! posts its kept samples `(page, node)` to its own bounded slot (one lock
-//! per worker, so workers never contend with each other; a slot holds at
-//! most `capacity` samples between epochs and counts what it had to drop);
+//! per worker, so workers never contend with each other), which counts
+//! them by page and node: an epoch, or the applied oracle's whole stretch,
+//! needs only the counts, so a slot holds at most `capacity` distinct
+//! `(page, node)` pairs between two drains however many samples fall on
+//! them, and counts the samples of pairs it had no room for;
 //! the gate at which the applied oracle holds the workers while it moves
 //! pages; and the oracle of the current run, which the first worker to see
 //! its stretch end acts on itself.
@@ -21,7 +24,7 @@ use crate::migrate::OracleTask;
 /// stretch end acts on itself ([`SampleBoard::act_if_due`]).
 #[derive(Debug)]
 pub struct SampleBoard {
-    pub(crate) slots: Vec<Mutex<Vec<(u64, u16)>>>,
+    pub(crate) slots: Vec<Mutex<HashMap<(u64, u16), u64>>>,
     capacity: usize,
     dropped: AtomicU64,
     /// Set while the oracle wants the workers held ([`SampleBoard::checkpoint`]).
@@ -45,11 +48,11 @@ struct Gate {
 }
 
 impl SampleBoard {
-    /// A board for `workers` workers, each slot holding at most `capacity`
-    /// samples between two epochs.
+    /// A board for `workers` workers, each slot counting at most `capacity`
+    /// distinct `(page, node)` pairs between two epochs.
     pub fn new(workers: usize, capacity: usize) -> Arc<SampleBoard> {
         Arc::new(SampleBoard {
-            slots: (0..workers).map(|_| Mutex::new(Vec::with_capacity(capacity.min(4096)))).collect(),
+            slots: (0..workers).map(|_| Mutex::new(HashMap::new())).collect(),
             capacity,
             dropped: AtomicU64::new(0),
             hold: AtomicBool::new(false),
@@ -168,13 +171,43 @@ impl SampleBoard {
     /// Worker `worker` (below the board's count; others are ignored) saw a
     /// sampled access to `page` from `node`.
     pub fn post(&self, worker: usize, page: u64, node: u16) {
-        let Some(slot) = self.slots.get(worker) else { return };
+        self.post_stamped(worker, node, || (), [page]);
+    }
+
+    /// Worker `worker` (below the board's count; others post nothing) saw
+    /// sampled accesses to `pages` from `node`, all at the time `stamp`
+    /// returns, which is read with the worker's slot locked and returned.
+    /// A drain of the board ([`drain_counts_at`](Self::drain_counts_at))
+    /// locks every slot before it reads its own clock, so it either has the
+    /// whole batch, stamped before its time, or none of it, stamped after:
+    /// the samples an applied oracle chose from are exactly those stamped
+    /// before it chose.
+    pub fn post_stamped<T>(
+        &self,
+        worker: usize,
+        node: u16,
+        stamp: impl FnOnce() -> T,
+        pages: impl IntoIterator<Item = u64>,
+    ) -> T {
+        let Some(slot) = self.slots.get(worker) else { return stamp() };
         let mut s = slot.lock();
-        if s.len() < self.capacity {
-            s.push((page, node));
-        } else {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        let at = stamp();
+        let mut dropped = 0;
+        for page in pages {
+            let room = s.len() < self.capacity;
+            match s.get_mut(&(page, node)) {
+                Some(n) => *n += 1,
+                None if room => {
+                    s.insert((page, node), 1);
+                }
+                None => dropped += 1,
+            }
         }
+        drop(s);
+        if dropped > 0 {
+            self.dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
+        at
     }
 
     /// Samples dropped because a slot was full.
@@ -182,17 +215,29 @@ impl SampleBoard {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
     pub(crate) fn drain_counts(&self, nodes: usize) -> HashMap<u64, Vec<u64>> {
+        self.drain_counts_at(nodes, || ()).0
+    }
+
+    /// Takes every slot's counts, summed by page (a count per node), with
+    /// the time `clock` gives read while every slot is locked (see
+    /// [`post_stamped`](Self::post_stamped)). Slots are locked in order,
+    /// and a worker only ever holds its own, so this cannot deadlock.
+    pub(crate) fn drain_counts_at<T>(&self, nodes: usize, clock: impl FnOnce() -> T) -> (HashMap<u64, Vec<u64>>, T) {
+        let mut guards: Vec<_> = self.slots.iter().map(|s| s.lock()).collect();
+        let at = clock();
+        let taken: Vec<HashMap<(u64, u16), u64>> = guards.iter_mut().map(|g| std::mem::take(&mut **g)).collect();
+        drop(guards);
         let mut counts: HashMap<u64, Vec<u64>> = HashMap::new();
-        for slot in &self.slots {
-            let samples = std::mem::take(&mut *slot.lock());
-            for (page, node) in samples {
+        for samples in taken {
+            for ((page, node), n) in samples {
                 if let Some(c) = counts.entry(page).or_insert_with(|| vec![0; nodes]).get_mut(usize::from(node)) {
-                    *c += 1;
+                    *c += n;
                 }
             }
         }
-        counts
+        (counts, at)
     }
 
     /// The run is over: no worker may act on `task` any more (a later
@@ -213,15 +258,62 @@ mod tests {
     #[test]
     fn the_board_is_bounded_and_counts_by_node() {
         let b = SampleBoard::new(2, 3);
-        for i in 0..5 {
+        // Any number of samples on the pairs a slot holds: none dropped.
+        for i in 0..1000 {
             b.post(0, 7, (i % 2) as u16);
         }
+        b.post(0, 6, 0);
+        // A fourth pair finds the slot full: its samples are dropped.
+        b.post(0, 5, 0);
+        b.post(0, 5, 1);
         b.post(1, 8, 1);
         b.post(9, 8, 1); // no such worker: ignored
         assert_eq!(b.dropped(), 2);
         let c = b.drain_counts(2);
-        assert_eq!((c[&7].clone(), c[&8].clone()), (vec![2, 1], vec![0, 1]));
+        assert_eq!((c[&7].clone(), c[&6].clone(), c[&8].clone()), (vec![500, 500], vec![1, 0], vec![0, 1]));
+        assert!(!c.contains_key(&5));
         assert!(b.drain_counts(2).is_empty());
+        // Drained, the slot has room again.
+        b.post(0, 5, 0);
+        assert_eq!(b.drain_counts(2)[&5], vec![1, 0]);
+    }
+
+    #[test]
+    fn a_drain_has_exactly_the_batches_stamped_before_its_time() {
+        // One clock for the poster and the drainer; each read moves it on.
+        let clock = Arc::new(AtomicU64::new(0));
+        let board = SampleBoard::new(2, 1 << 20);
+        let done = Arc::new(AtomicBool::new(false));
+        let poster = {
+            let (board, clock, done) = (board.clone(), clock.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut stamps = Vec::new();
+                while !done.load(Ordering::Acquire) {
+                    // Ten samples a batch, on pages 0..10.
+                    stamps.push(board.post_stamped(1, 0, || clock.fetch_add(1, Ordering::SeqCst), 0..10));
+                }
+                stamps
+            })
+        };
+        let mut drains = Vec::new();
+        for _ in 0..200 {
+            let (counts, at) = board.drain_counts_at(1, || clock.fetch_add(1, Ordering::SeqCst));
+            drains.push((counts.values().map(|c| c[0]).sum::<u64>(), at));
+            std::thread::yield_now();
+        }
+        done.store(true, Ordering::Release);
+        let stamps = poster.join().unwrap();
+        let last = board.drain_counts_at(1, || u64::MAX);
+        drains.push((last.0.values().map(|c| c[0]).sum::<u64>(), last.1));
+        // Each drain has the batches stamped between the previous drain's
+        // time and its own, whole.
+        let mut from = 0;
+        for (i, &(samples, at)) in drains.iter().enumerate() {
+            let batches = stamps.iter().filter(|&&s| s >= from && s < at).count() as u64;
+            assert_eq!(samples, 10 * batches, "drain {i} at {at}");
+            from = at;
+        }
+        assert_eq!(drains.iter().map(|d| d.0).sum::<u64>(), 10 * stamps.len() as u64);
     }
 
     #[test]

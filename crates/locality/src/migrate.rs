@@ -423,8 +423,9 @@ fn move_hottest(
     start: Instant,
     log: &mut MigrationLog,
 ) -> Result<bool> {
-    let counts = board.drain_counts(nodes);
-    let chosen_ns = start.elapsed().as_nanos() as u64;
+    // The time the moves are chosen at is read with every slot locked: the
+    // samples stamped before it are exactly those counted.
+    let (counts, chosen_ns) = board.drain_counts_at(nodes, || start.elapsed().as_nanos() as u64);
     if counts.is_empty() {
         return Ok(false);
     }

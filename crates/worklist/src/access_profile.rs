@@ -152,16 +152,26 @@ impl WorkerSampler {
         if s.accesses.is_empty() {
             return;
         }
-        let t = u64::try_from(at().as_nanos()).unwrap_or(u64::MAX);
+        // With a board, the batch is posted whole and stamped while the
+        // worker's slot is locked: a drain of the board then either has the
+        // whole batch and its time is before the drain's, or neither (see
+        // `SampleBoard::post_stamped`).
+        let at = match &self.board {
+            Some(b) => b.post_stamped(
+                usize::from(self.thread),
+                self.node,
+                at,
+                s.accesses.iter().map(|a| (a.addr / page_size) as u64),
+            ),
+            None => at(),
+        };
+        let t = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX);
         for a in &s.accesses {
             let page = (a.addr / page_size) as u64;
             let access = match a.kind {
                 sampler::AccessKind::Read => Access::read(page, self.thread, self.node, t),
                 sampler::AccessKind::Write => Access::write(page, self.thread, self.node, t),
             };
-            if let Some(b) = &self.board {
-                b.post(usize::from(self.thread), page, self.node);
-            }
             self.recorder.offer(access);
         }
     }

@@ -15,7 +15,8 @@ use skelaff_numa_alloc::{Topology, pin};
 use crate::access_profile::AccessProfile;
 use crate::affinity::Resolver;
 
-/// Samples each worker's slot of the migration board holds between two epochs.
+/// Distinct `(page, node)` pairs each worker's slot of the migration board
+/// counts between two epochs (the applied oracle's stretch is one epoch).
 pub(crate) const MIGRATION_SLOT: usize = 1 << 14;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
