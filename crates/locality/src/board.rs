@@ -177,8 +177,8 @@ impl SampleBoard {
     /// Worker `worker` (below the board's count; others post nothing) saw
     /// sampled accesses to `pages` from `node`, all at the time `stamp`
     /// returns, which is read with the worker's slot locked and returned.
-    /// A drain of the board ([`drain_counts_at`](Self::drain_counts_at))
-    /// locks every slot before it reads its own clock, so it either has the
+    /// A drain of the board (the migration thread's epoch, the oracle's
+    /// moves) locks every slot before it reads its own clock, so it either has the
     /// whole batch, stamped before its time, or none of it, stamped after:
     /// the samples an applied oracle chose from are exactly those stamped
     /// before it chose.
