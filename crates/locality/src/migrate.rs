@@ -498,6 +498,11 @@ impl Profile {
 mod tests {
     use super::*;
 
+    /// An applied oracle on a one-node machine of 4 KiB pages, clocked from now.
+    fn oracle(board: &Arc<SampleBoard>, after: Duration, hold: Duration) -> Migrator {
+        Migrator::start_oracle(board.clone(), after, hold, 1, 4096, Instant::now()).unwrap()
+    }
+
     #[test]
     fn a_sample_count_epoch_is_refused_for_the_thread() {
         let rule = MigrationRule { pages_per_epoch: 1, epoch: Epoch::Samples { count: 10 } };
@@ -524,8 +529,7 @@ mod tests {
     #[test]
     fn stop_wakes_a_migrator_parked_until_a_far_epoch() {
         let board = SampleBoard::new(1, 4);
-        let m =
-            Migrator::start_oracle(board, Duration::from_secs(60), Duration::ZERO, 1, 4096, Instant::now()).unwrap();
+        let m = oracle(&board, Duration::from_secs(60), Duration::ZERO);
         std::thread::sleep(Duration::from_millis(20));
         let t = Instant::now();
         let log = m.stop().unwrap();
@@ -544,15 +548,7 @@ mod tests {
         // late this thread runs again.
         let v = vec![1u8; 1 << 14];
         board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
-        let m = Migrator::start_oracle(
-            board.clone(),
-            Duration::from_millis(2),
-            Duration::from_millis(250),
-            1,
-            4096,
-            Instant::now(),
-        )
-        .unwrap();
+        let m = oracle(&board, Duration::from_millis(2), Duration::from_millis(250));
         // Until the oracle has acted (its epoch emptied the board), or long enough.
         let waited = Instant::now();
         while !board.slots[0].lock().is_empty() && waited.elapsed() < Duration::from_secs(10) {
@@ -575,15 +571,7 @@ mod tests {
         board.enter();
         let v = vec![1u8; 1 << 14];
         // The thread's stretch is a minute: only the worker can act here.
-        let m = Migrator::start_oracle(
-            board.clone(),
-            Duration::from_secs(60),
-            Duration::from_secs(60),
-            1,
-            4096,
-            Instant::now(),
-        )
-        .unwrap();
+        let m = oracle(&board, Duration::from_secs(60), Duration::from_secs(60));
         assert!(board.oracle_waiting());
         assert!(!board.oracle_due(Duration::from_secs(1)));
         assert!(!board.act_if_due(Duration::from_secs(1)), "acted before the stretch ended");
@@ -611,8 +599,7 @@ mod tests {
     fn an_oracle_due_after_its_run_s_workers_finished_leaves_the_samples_for_the_next_run() {
         let board = SampleBoard::new(1, 16);
         let v = vec![1u8; 1 << 14];
-        let m = Migrator::start_oracle(board.clone(), Duration::from_secs(60), Duration::ZERO, 1, 4096, Instant::now())
-            .unwrap();
+        let m = oracle(&board, Duration::from_secs(60), Duration::ZERO);
         // The run's one worker samples a page and finishes.
         board.enter();
         board.post(0, v.as_ptr() as u64 / 4096 + 1, 0);
@@ -631,8 +618,7 @@ mod tests {
     #[test]
     fn a_stopped_oracle_leaves_its_board_to_the_next_run() {
         let board = SampleBoard::new(1, 16);
-        let m = Migrator::start_oracle(board.clone(), Duration::from_secs(60), Duration::ZERO, 1, 4096, Instant::now())
-            .unwrap();
+        let m = oracle(&board, Duration::from_secs(60), Duration::ZERO);
         let log = m.stop().unwrap();
         assert_eq!(log.held_workers, None);
         // The run ended before the stretch: no worker may act on it now.
