@@ -9,8 +9,8 @@
 //! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
 //! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
 //!
-//! `--stamp-sweep` runs all five STAMP applications in the locality test on
-//! every guest; by default two run, and only on 4x1 (or on every guest
+//! `--stamp-sweep` runs all six STAMP applications in the locality test on
+//! every guest (`--stamp-sweep=labyrinth,yada`: those named); by default two run, and only on 4x1 (or on every guest
 //! named with `--topology`), as does NAS CG's locality test; `--only TEST`
 //! runs only the test targets whose name contains TEST (e.g. `--only
 //! stamp_locality`, `--only cg_locality`).
@@ -49,7 +49,7 @@ fn main() -> ExitCode {
         Some("-h" | "--help") | None => {
             println!(
                 "usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS] \
-                 [--stamp-sweep] [--only TEST]"
+                 [--stamp-sweep[=APP,...]] [--only TEST]"
             );
             println!("       cargo xtask stamp-vs-c build|run|all|table [--help for its options]");
             Ok(())
@@ -70,8 +70,9 @@ fn numa_vm(args: &[String]) -> Result<()> {
     // The paper machine (with its distances) of each topology, if it is one.
     let mut paper_machines = Vec::new();
     let mut timeout = Duration::from_secs(900);
-    // All five STAMP applications in the locality test, not two.
-    let mut stamp_sweep = false;
+    // The STAMP applications' locality sweep: all of them (`Some(None)`),
+    // those named, or (`None`) the test's default pair.
+    let mut stamp_sweep: Option<Option<String>> = None;
     // Run only the test targets whose name contains one of these.
     let mut only: Vec<String> = Vec::new();
     let mut it = args.iter();
@@ -96,11 +97,22 @@ fn numa_vm(args: &[String]) -> Result<()> {
                 timeout =
                     Duration::from_secs(v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?);
             }
-            "--stamp-sweep" => stamp_sweep = true,
+            "--stamp-sweep" => stamp_sweep = Some(None),
+            v if v.starts_with("--stamp-sweep=") => {
+                let apps = &v["--stamp-sweep=".len()..];
+                if apps.is_empty()
+                    || apps.split(',').any(|a| a.is_empty() || !a.bytes().all(|b| b.is_ascii_lowercase()))
+                {
+                    return Err(format!(
+                        "{v}: expected --stamp-sweep=APP[,APP...] with STAMP application names such as labyrinth,yada"
+                    ));
+                }
+                stamp_sweep = Some(Some(apps.to_owned()));
+            }
             "--only" => only.push(it.next().ok_or("--only needs part of a test's name, e.g. stamp_locality")?.clone()),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep or --only TEST"
+                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep[=APP,...] or --only TEST"
                 ));
             }
         }
@@ -145,8 +157,11 @@ fn numa_vm(args: &[String]) -> Result<()> {
     for (spec, machine) in topologies.iter().zip(&paper_machines) {
         let start = Instant::now();
         let mut locality = Vec::new();
-        let stamp = if stamp_sweep {
-            StampLocality::All
+        let stamp = if let Some(apps) = &stamp_sweep {
+            match apps {
+                None => StampLocality::All,
+                Some(list) => StampLocality::Some(list.clone()),
+            }
         } else if default_run && spec.to_string() != STAMP_LOCALITY_TOPOLOGY {
             StampLocality::Off
         } else {
@@ -351,7 +366,7 @@ poweroff -f
 
 /// Which STAMP applications a guest's locality test runs (`Off` also
 /// skips NAS CG's locality test, `numa_vm_cg_locality`).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum StampLocality {
     /// None (a default guest other than [`STAMP_LOCALITY_TOPOLOGY`]).
     Off,
@@ -359,6 +374,8 @@ enum StampLocality {
     Default,
     /// All of them (`--stamp-sweep`).
     All,
+    /// Those named, comma-separated (`--stamp-sweep=labyrinth,yada`).
+    Some(String),
 }
 
 fn boot(
@@ -405,6 +422,7 @@ fn boot(
     }
     match stamp {
         StampLocality::All => append.push_str(" skelaff.locality_sweep=all"),
+        StampLocality::Some(apps) => append.push_str(&format!(" skelaff.locality_sweep={apps}")),
         StampLocality::Off => append.push_str(" skelaff.locality_sweep=off"),
         StampLocality::Default => {}
     }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::migrate::OracleTask;
+use crate::migrate::{NEVER, OracleTask};
 
 /// The workers' recent samples, one bounded slot per worker; the gate at
 /// which the applied oracle holds the workers while it moves pages; and
@@ -34,6 +34,12 @@ pub struct SampleBoard {
     /// When the current run's oracle is due, in nanoseconds on the run's
     /// clock; `u64::MAX` when there is none or it has been claimed.
     pub(crate) oracle_due_ns: AtomicU64,
+    /// The board's unit count at which the current oracle is due, when its
+    /// stretch is in units; `u64::MAX` otherwise.
+    pub(crate) oracle_due_units: AtomicU64,
+    /// Units committed while an oracle with a stretch of units waited
+    /// ([`SampleBoard::count_unit`]), over every run on this board.
+    units: AtomicU64,
     pub(crate) oracle: Mutex<Option<Arc<OracleTask>>>,
 }
 
@@ -59,6 +65,8 @@ impl SampleBoard {
             gate: Mutex::new(Gate::default()),
             changed: Condvar::new(),
             oracle_due_ns: AtomicU64::new(u64::MAX),
+            oracle_due_units: AtomicU64::new(u64::MAX),
+            units: AtomicU64::new(0),
             oracle: Mutex::new(None),
         })
     }
@@ -71,11 +79,27 @@ impl SampleBoard {
         self.oracle_due_ns.load(Ordering::Relaxed) != u64::MAX
     }
 
-    /// Whether the oracle's stretch has ended at `now` (on the run's clock)
-    /// and nobody has acted on it yet.
+    /// Whether the oracle's stretch has ended at `now` (on the run's clock),
+    /// or with the units counted so far, and nobody has acted on it yet.
     #[inline]
     pub fn oracle_due(&self, now: Duration) -> bool {
-        u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) >= self.oracle_due_ns.load(Ordering::Relaxed)
+        let due = self.oracle_due_ns.load(Ordering::Relaxed);
+        (due < NEVER && u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) >= due)
+            || self.units.load(Ordering::Relaxed) >= self.oracle_due_units.load(Ordering::Relaxed)
+    }
+
+    /// A worker committed a unit: counted when the waiting oracle's stretch
+    /// is in units (one relaxed load otherwise).
+    #[inline]
+    pub fn count_unit(&self) {
+        if self.oracle_due_units.load(Ordering::Relaxed) != u64::MAX {
+            self.units.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Units counted on this board so far ([`count_unit`](Self::count_unit)).
+    pub fn units_counted(&self) -> u64 {
+        self.units.load(Ordering::Relaxed)
     }
 
     /// A worker between two units, its samples posted: if the oracle is
@@ -247,6 +271,7 @@ impl SampleBoard {
         if o.as_ref().is_some_and(|t| Arc::ptr_eq(t, task)) {
             *o = None;
             self.oracle_due_ns.store(u64::MAX, Ordering::Relaxed);
+            self.oracle_due_units.store(u64::MAX, Ordering::Relaxed);
         }
     }
 }

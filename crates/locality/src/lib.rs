@@ -61,7 +61,7 @@ pub use footprint::{Footprint, FootprintCell, SharingRow};
 pub use format::RECORD_BYTES;
 pub use kernel::{Applied, page_nodes};
 pub use machine::{DEFAULT_REMOTE_DISTANCE, LOCAL_DISTANCE, MAX_DISTANCE, MAX_NODES, Machine, PaperMachine};
-pub use migrate::{MigrationLog, Migrator, PageMove};
+pub use migrate::{MigrationLog, Migrator, PageMove, Stretch};
 pub use plan::PlacementPlan;
 pub use profile::{Access, AccessKind, Attribution, Profile, ProfileHeader, Sampling};
 pub use recorder::{Overflow, Recorder};

@@ -31,17 +31,64 @@ use crate::kernel::page_nodes;
 use crate::profile::{Attribution, Profile};
 use crate::schemes::{Epoch, MigrationRule, choose_moves};
 
+/// How long an applied oracle profiles before it acts, from when it starts.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use skelaff_locality::Stretch;
+///
+/// assert!(Stretch::Time(Duration::ZERO).is_zero());
+/// assert!(!Stretch::Units(100).is_zero());
+/// assert_eq!(Stretch::Units(100).to_string(), "100 units");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stretch {
+    /// This long on the run's clock.
+    Time(Duration),
+    /// Until this many more units have committed, counted on the board
+    /// ([`SampleBoard::count_unit`]) over every run that posts to it. A
+    /// fixed share of the work, where a time is a share of one run only if
+    /// every run takes as long: under an emulator the same run's length
+    /// varies severalfold (labyrinth's small input on NUMA32 ran its work
+    /// in 233 ms where the policy runs' median was 855 ms, so a third of
+    /// that median outlasted it).
+    Units(u64),
+}
+
+impl Stretch {
+    /// A stretch of no time or no unit (refused by [`Migrator::start_oracle`]).
+    pub fn is_zero(&self) -> bool {
+        match self {
+            Stretch::Time(t) => t.is_zero(),
+            Stretch::Units(n) => *n == 0,
+        }
+    }
+}
+
+impl std::fmt::Display for Stretch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stretch::Time(t) => write!(f, "{:.1} ms", t.as_secs_f64() * 1e3),
+            Stretch::Units(n) => write!(f, "{n} units"),
+        }
+    }
+}
+
 /// An applied oracle waiting for its stretch to end: whoever sees the end
 /// first (the migration thread at its epoch, or a worker between two units)
 /// claims it and moves the pages.
 #[derive(Debug)]
 pub(crate) struct OracleTask {
-    /// When it is due (`u64::MAX` while claimed), and the stretch it waits
-    /// again when the board had no sample at its end.
+    /// When it is due by time (`u64::MAX` while claimed, [`NEVER`] for a
+    /// stretch of units), and the stretch it waits again when the board had
+    /// no sample at its end.
     due_ns: AtomicU64,
-    after: Duration,
-    /// How long to wait for the workers to reach their checkpoints.
-    hold: Duration,
+    stretch: Stretch,
+    /// How long to wait for the workers to reach their checkpoints (`None`:
+    /// a quarter of the run's time so far, from 1 ms to 250 ms).
+    hold: Option<Duration>,
     nodes: usize,
     page_size: u64,
     /// The run's clock.
@@ -54,6 +101,14 @@ pub(crate) struct OracleTask {
     /// What the one who acted did.
     log: Mutex<Option<Result<MigrationLog>>>,
 }
+
+/// An oracle's due time when its stretch is in units: never by time, yet
+/// not `u64::MAX`, which says that no oracle waits.
+pub(crate) const NEVER: u64 = u64::MAX - 1;
+
+/// The bounds of an oracle's hold when it is a share of the run's time.
+const HOLD_MIN: Duration = Duration::from_millis(1);
+const HOLD_MAX: Duration = Duration::from_millis(250);
 
 /// One page moved by the migrator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,7 +174,8 @@ pub struct MigrationLog {
 #[derive(Debug)]
 pub struct Migrator {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Result<MigrationLog>>,
+    /// The thread (none for an oracle whose stretch is in units).
+    handle: Option<JoinHandle<Result<MigrationLog>>>,
     page_size: u64,
     /// The applied oracle and its board.
     oracle: Option<(Arc<OracleTask>, Arc<SampleBoard>)>,
@@ -145,40 +201,42 @@ impl Migrator {
     }
 
     /// Oracle_High applied for real, once, from a first profiling stretch
-    /// of the run: `after` the run's start, the thread takes every sample
-    /// the workers posted so far and moves every misplaced sampled page to
-    /// its dominant accessor's node (all of them, not the hottest few), then
-    /// does nothing more. Accesses after that moment run on the oracle's
-    /// placement of the pages sampled before it.
+    /// of the run: when `stretch` is over (a time on the run's clock, or a
+    /// number of units committed), every sample the workers posted so far
+    /// is taken and every misplaced sampled page moves to its dominant
+    /// accessor's node (all of them, not the hottest few); then nothing
+    /// more. Accesses after that moment run on the oracle's placement of
+    /// the pages sampled before it.
     ///
     /// While it moves, the workers that reach a checkpoint
     /// ([`SampleBoard::checkpoint`]) wait; before moving it waits at most
-    /// `hold` for all of them to get there. The thread is a fallback: a
-    /// worker that finds the stretch over between two units
-    /// ([`SampleBoard::act_if_due`]) does the same at once, and the thread
-    /// then does nothing. A run of long units wants a
-    /// short `hold` (a worker mid-unit runs on while the pages move, and
-    /// its accesses until the batch ends count on the node a page came
-    /// from); a run of short units loses nothing by waiting for all.
+    /// `hold` for all of them to get there (`None`: a quarter of the run's
+    /// time so far, from 1 ms to 250 ms). The first worker that finds the
+    /// stretch over between two units ([`SampleBoard::act_if_due`]) acts at
+    /// once. A stretch of time also has a thread, as a fallback for a run
+    /// whose workers are all inside long units at its end; a stretch of
+    /// units ends at a unit's commit, so it has none. A run of long units
+    /// wants a short `hold` (a worker mid-unit runs on while the pages
+    /// move, and its accesses until the batch ends count on the node a page
+    /// came from); a run of short units loses nothing by waiting for all.
     ///
     /// # Errors
     ///
-    /// As [`Migrator::start`] ([`Error::Migration`] for a zero `after`).
+    /// As [`Migrator::start`] ([`Error::Migration`] for a zero stretch).
     pub fn start_oracle(
         board: Arc<SampleBoard>,
-        after: Duration,
-        hold: Duration,
+        stretch: Stretch,
+        hold: Option<Duration>,
         nodes: usize,
         page_size: u64,
         start: Instant,
     ) -> Result<Migrator> {
-        if after.is_zero() {
+        if stretch.is_zero() {
             return Err(Error::Migration { reason: "the oracle needs a profiling stretch longer than zero".into() });
         }
-        let due_ns = u64::try_from((start.elapsed() + after).as_nanos()).unwrap_or(u64::MAX - 1).min(u64::MAX - 1);
         let task = Arc::new(OracleTask {
-            due_ns: AtomicU64::new(due_ns),
-            after,
+            due_ns: AtomicU64::new(u64::MAX),
+            stretch,
             hold,
             nodes,
             page_size,
@@ -189,21 +247,27 @@ impl Migrator {
             log: Mutex::new(None),
         });
         *board.oracle.lock() = Some(task.clone());
-        board.oracle_due_ns.store(due_ns, Ordering::Relaxed);
+        task.arm(&board);
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let (b, t) = (board.clone(), task.clone());
-        let spawned = std::thread::Builder::new().name("skelaff-oracle".into()).spawn(move || {
-            wait_for_oracle(&b, &t, &flag);
-            Ok(MigrationLog::default())
-        });
-        match spawned {
-            Ok(handle) => Ok(Migrator { stop, handle, page_size, oracle: Some((task, board)) }),
-            Err(e) => {
-                board.withdraw_oracle(&task);
-                Err(Error::io("spawning the migration thread")(e))
+        let handle = match stretch {
+            Stretch::Units(_) => None,
+            Stretch::Time(_) => {
+                let flag = stop.clone();
+                let (b, t) = (board.clone(), task.clone());
+                let spawned = std::thread::Builder::new().name("skelaff-oracle".into()).spawn(move || {
+                    wait_for_oracle(&b, &t, &flag);
+                    Ok(MigrationLog::default())
+                });
+                match spawned {
+                    Ok(handle) => Some(handle),
+                    Err(e) => {
+                        board.withdraw_oracle(&task);
+                        return Err(Error::io("spawning the migration thread")(e));
+                    }
+                }
             }
-        }
+        };
+        Ok(Migrator { stop, handle, page_size, oracle: Some((task, board)) })
     }
 
     fn spawn(
@@ -228,7 +292,7 @@ impl Migrator {
                 run(&board, &job, &flag)
             })
             .map_err(Error::io("spawning the migration thread"))?;
-        Ok(Migrator { stop, handle, page_size, oracle: None })
+        Ok(Migrator { stop, handle: Some(handle), page_size, oracle: None })
     }
 
     /// Stops the thread after its current epoch and returns its log. The
@@ -242,9 +306,13 @@ impl Migrator {
     /// [`Error::Migration`] if the thread panicked.
     pub fn stop(self) -> Result<MigrationLog> {
         self.stop.store(true, Ordering::Release);
-        self.handle.thread().unpark();
-        let joined =
-            self.handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }));
+        let joined = match self.handle {
+            Some(handle) => {
+                handle.thread().unpark();
+                handle.join().unwrap_or_else(|_| Err(Error::Migration { reason: "the thread panicked".into() }))
+            }
+            None => Ok(MigrationLog::default()),
+        };
         let mut log = match &self.oracle {
             Some((task, board)) => {
                 board.withdraw_oracle(task);
@@ -336,7 +404,25 @@ impl OracleTask {
         }
         self.due_ns.store(u64::MAX, Ordering::Relaxed);
         board.oracle_due_ns.store(u64::MAX, Ordering::Relaxed);
+        board.oracle_due_units.store(u64::MAX, Ordering::Relaxed);
         true
+    }
+
+    /// Makes the oracle due a whole stretch from now, on the board too (a
+    /// stretch of units from the board's count now).
+    fn arm(&self, board: &SampleBoard) {
+        let due_ns = match self.stretch {
+            Stretch::Time(after) => {
+                u64::try_from((self.start.elapsed() + after).as_nanos()).unwrap_or(u64::MAX).min(NEVER)
+            }
+            Stretch::Units(n) => {
+                board.oracle_due_units.store(board.units_counted().saturating_add(n), Ordering::Relaxed);
+                NEVER
+            }
+        };
+        self.due_ns.store(due_ns, Ordering::Relaxed);
+        // Last: a worker that sees the oracle waiting sees its due count.
+        board.oracle_due_ns.store(due_ns, Ordering::Release);
     }
 
     /// Claims the oracle and acts on it (`acting` of the board's workers
@@ -349,11 +435,8 @@ impl OracleTask {
         }
         match act_oracle(board, self, acting) {
             Ok(log) if log.held_workers.is_none() => {
-                let due = u64::try_from((self.start.elapsed() + self.after).as_nanos()).unwrap_or(u64::MAX - 1);
-                let due = due.min(u64::MAX - 1);
-                self.due_ns.store(due, Ordering::Relaxed);
+                self.arm(board);
                 self.claimed.store(false, Ordering::Release);
-                board.oracle_due_ns.store(due, Ordering::Relaxed);
             }
             log => *self.log.lock() = Some(log),
         }
@@ -373,7 +456,8 @@ fn wait_for_oracle(board: &SampleBoard, task: &OracleTask, stop: &AtomicBool) {
             if task.log.lock().is_some() {
                 return;
             }
-            std::thread::park_timeout(task.after);
+            let Stretch::Time(after) = task.stretch else { return };
+            std::thread::park_timeout(after);
             continue;
         }
         let now = u64::try_from(task.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -397,7 +481,8 @@ fn act_oracle(board: &SampleBoard, task: &OracleTask, acting: usize) -> Result<M
     // about 0.6 ms to move, and workers running meanwhile made most of a
     // small run's accesses before the placement was the oracle's. Released
     // when `held` drops, on every way out.
-    let held = Held::new(board, task.hold, acting);
+    let hold = task.hold.unwrap_or_else(|| (task.start.elapsed() / 4).clamp(HOLD_MIN, HOLD_MAX));
+    let held = Held::new(board, hold, acting);
     if board.run_over(task.left_before) {
         // The run's workers have all finished (its stretch ended in the
         // gap before the run stops the thread): moves now would come after
@@ -500,7 +585,7 @@ mod tests {
 
     /// An applied oracle on a one-node machine of 4 KiB pages, clocked from now.
     fn oracle(board: &Arc<SampleBoard>, after: Duration, hold: Duration) -> Migrator {
-        Migrator::start_oracle(board.clone(), after, hold, 1, 4096, Instant::now()).unwrap()
+        Migrator::start_oracle(board.clone(), Stretch::Time(after), Some(hold), 1, 4096, Instant::now()).unwrap()
     }
 
     #[test]
@@ -540,9 +625,10 @@ mod tests {
 
     #[test]
     fn the_applied_oracle_acts_once_after_its_stretch() {
-        let e = Migrator::start_oracle(SampleBoard::new(1, 1), Duration::ZERO, Duration::ZERO, 1, 4096, Instant::now())
-            .unwrap_err();
-        assert!(e.to_string().contains("longer than zero"), "{e}");
+        for zero in [Stretch::Time(Duration::ZERO), Stretch::Units(0)] {
+            let e = Migrator::start_oracle(SampleBoard::new(1, 1), zero, None, 1, 4096, Instant::now()).unwrap_err();
+            assert!(e.to_string().contains("longer than zero"), "{e}");
+        }
         let board = SampleBoard::new(1, 16);
         // Posted before the thread starts, so its first epoch has it however
         // late this thread runs again.
@@ -592,6 +678,52 @@ mod tests {
         let log = m.stop().unwrap();
         assert_eq!((log.epochs, log.held_workers, log.by_worker), (1, Some((1, 1)), true), "{log:?}");
         assert_eq!((log.moves.len(), log.failed), (0, 0), "one node: nothing is misplaced");
+        drop(v);
+    }
+
+    #[test]
+    fn an_oracle_of_units_acts_at_the_unit_that_ends_its_stretch() {
+        let board = SampleBoard::new(1, 16);
+        board.enter();
+        let v = vec![1u8; 1 << 14];
+        let page = v.as_ptr() as u64 / 4096 + 1;
+        // Units are counted only while an oracle of units waits.
+        board.count_unit();
+        assert_eq!(board.units_counted(), 0);
+        let units = |m| Migrator::start_oracle(board.clone(), Stretch::Units(m), None, 1, 4096, Instant::now());
+        let m = units(3).unwrap();
+        assert!(m.handle.is_none(), "a stretch of units has no thread");
+        assert!(board.oracle_waiting());
+        board.count_unit();
+        board.count_unit();
+        assert!(!board.oracle_due(Duration::from_secs(1 << 40)), "no time ends a stretch of units");
+        assert!(!board.act_if_due(Duration::from_secs(1 << 40)));
+        // The third unit ends it; the board is empty, so the oracle waits
+        // three units more.
+        board.count_unit();
+        assert!(board.oracle_due(Duration::ZERO));
+        assert!(board.act_if_due(Duration::ZERO));
+        assert!(board.oracle_waiting());
+        board.post(0, page, 0);
+        board.count_unit();
+        board.count_unit();
+        assert!(!board.act_if_due(Duration::ZERO), "re-armed three units on");
+        board.count_unit();
+        assert!(board.act_if_due(Duration::ZERO));
+        assert!(!board.oracle_waiting(), "acted");
+        board.count_unit();
+        assert_eq!(board.units_counted(), 6, "no unit is counted once the oracle acted");
+        board.leave();
+        let log = m.stop().unwrap();
+        assert_eq!((log.epochs, log.held_workers, log.by_worker), (1, Some((1, 1)), true), "{log:?}");
+        // A later run's oracle counts on from the board's count.
+        let m = units(2).unwrap();
+        board.count_unit();
+        assert!(!board.oracle_due(Duration::ZERO));
+        board.count_unit();
+        assert!(board.oracle_due(Duration::ZERO));
+        m.stop().unwrap();
+        assert!(!board.oracle_waiting(), "withdrawn when its run stopped");
         drop(v);
     }
 

@@ -69,6 +69,17 @@ pub struct CommonArgs {
     /// summed over the runs.
     #[arg(long, default_value_t = 0, value_name = "MS", requires = "profile", conflicts_with = "migrate")]
     pub oracle_after_ms: u64,
+    /// With --profile: as --oracle-after-ms, but once this many units have
+    /// committed (summed over the skeleton runs): the same share of the
+    /// work whatever each run's speed; 0: never.
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "UNITS",
+        requires = "profile",
+        conflicts_with_all = ["migrate", "oracle_after_ms"]
+    )]
+    pub oracle_after_units: u64,
     /// With --profile: keep at most this many samples per worker (beyond,
     /// every other one is dropped and the period doubles).
     #[arg(long, default_value_t = Sampling::DEFAULT.capacity, value_parser = parse_capacity)]
@@ -100,6 +111,7 @@ impl Default for CommonArgs {
             sample_capacity: Sampling::DEFAULT.capacity,
             migrate: false,
             oracle_after_ms: 0,
+            oracle_after_units: 0,
         }
     }
 }
@@ -118,7 +130,20 @@ impl CommonArgs {
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
             .access_profile(self.profile.is_some().then_some(self.sampling()))
             .migration(self.migrate.then(skelaff_locality::MigrationRule::default))
-            .oracle_after((self.oracle_after_ms > 0).then(|| std::time::Duration::from_millis(self.oracle_after_ms)))
+            .oracle(self.oracle_stretch())
+    }
+
+    /// The applied oracle's stretch `--oracle-after-ms` or
+    /// `--oracle-after-units` asks for (none when both are 0; units when
+    /// both are given, which the command line refuses).
+    pub fn oracle_stretch(&self) -> Option<skelaff_worklist::OracleStretch> {
+        use skelaff_worklist::OracleStretch;
+        if self.oracle_after_units > 0 {
+            Some(OracleStretch::units(self.oracle_after_units))
+        } else {
+            (self.oracle_after_ms > 0)
+                .then(|| OracleStretch::new(std::time::Duration::from_millis(self.oracle_after_ms)))
+        }
     }
 
     /// The sampling `--sample-period` and `--sample-capacity` ask for.
@@ -404,5 +429,41 @@ impl Entry {
                 A::run(&args, common)
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `CommonArgs` alone, as an application's command line flattens it.
+    #[derive(Parser, Debug)]
+    struct Flags {
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<CommonArgs, String> {
+        Flags::try_parse_from(std::iter::once("app").chain(argv.iter().copied()))
+            .map(|f| f.common)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_oracle_s_stretch_is_time_or_units_never_both() {
+        use skelaff_locality::Stretch;
+        let units = parse(&["--profile", "p", "--oracle-after-units", "300"]).unwrap();
+        assert_eq!(units.oracle_stretch().map(|s| s.stretch()), Some(Stretch::Units(300)));
+        let ms = parse(&["--profile", "p", "--oracle-after-ms", "40"]).unwrap();
+        assert_eq!(ms.oracle_stretch().map(|s| s.stretch()), Some(Stretch::Time(Duration::from_millis(40))));
+        assert_eq!(parse(&["--profile", "p"]).unwrap().oracle_stretch().map(|s| s.stretch()), None);
+        let both = parse(&["--profile", "p", "--oracle-after-units", "3", "--oracle-after-ms", "4"]).unwrap_err();
+        assert!(both.contains("cannot be used with"), "{both}");
+        let no_profile = parse(&["--oracle-after-units", "3"]).unwrap_err();
+        assert!(no_profile.contains("--profile"), "{no_profile}");
+        let with_migration = parse(&["--profile", "p", "--migrate", "--oracle-after-units", "3"]).unwrap_err();
+        assert!(with_migration.contains("cannot be used with"), "{with_migration}");
+        let bad = parse(&["--profile", "p", "--oracle-after-units", "a third"]).unwrap_err();
+        assert!(bad.contains("--oracle-after-units"), "{bad}");
     }
 }

@@ -52,19 +52,24 @@ pub struct Runs {
     /// The helper threads of every run, so what the timing probe learnt in
     /// one run holds in the next.
     helpers: HelperThreads,
-    /// The applied oracle's stretch, over all the runs (`--oracle-after-ms`).
+    /// The applied oracle's stretch, over all the runs (`--oracle-after-ms`
+    /// or `--oracle-after-units`).
     oracle: Option<OracleStretch>,
 }
 
 impl Runs {
     /// The builder for the next run: as [`CommonArgs::builder`], except that
-    /// `--oracle-after-ms` counts skeleton time over all the runs, so that
-    /// the oracle acts in a program whose runs are each shorter than its
-    /// stretch (kmeans's iterations).
+    /// `--oracle-after-ms` (or `--oracle-after-units`) counts skeleton time
+    /// (or units) over all the runs, so that the oracle acts in a program
+    /// whose runs are each shorter than its stretch (kmeans's iterations).
     pub fn builder(&mut self, common: &CommonArgs, threads: usize) -> Builder {
-        let stretch = (common.oracle_after_ms > 0).then(|| {
-            self.oracle.get_or_insert_with(|| OracleStretch::new(Duration::from_millis(common.oracle_after_ms))).clone()
-        });
+        let stretch = match &self.oracle {
+            Some(s) => Some(s.clone()),
+            None => {
+                self.oracle = common.oracle_stretch();
+                self.oracle.clone()
+            }
+        };
         common.builder(threads).oracle(stretch)
     }
 

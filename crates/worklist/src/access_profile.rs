@@ -43,6 +43,12 @@ const RECORDER_RESERVE: usize = 1 << 14;
 /// Units between two drains of the STM sampler into the recorder.
 pub(crate) const DRAIN_UNITS: u32 = 64;
 
+/// While an applied oracle waits, a worker also drains (and posts to the
+/// board) after any unit that ends this long after its last drain: the
+/// oracle plans from what is on the board, and in a run of long units
+/// (labyrinth's: a few per worker) 64 units are the whole run.
+const POST_EVERY: Duration = Duration::from_millis(1);
+
 /// One worker's share of the profile while it runs.
 pub(crate) struct WorkerSampler {
     thread: u16,
@@ -57,6 +63,8 @@ pub(crate) struct WorkerSampler {
     unit: sampler::Samples,
     /// Units since the last drain.
     undrained: u32,
+    /// When this worker last drained at a checkpoint (time since the run's start).
+    posted_at: Duration,
     /// Where each kept sample also goes when pages migrate as the run goes.
     board: Option<Arc<SampleBoard>>,
 }
@@ -89,6 +97,7 @@ impl WorkerSampler {
             dropped: 0,
             unit: sampler::Samples::default(),
             undrained: 0,
+            posted_at: Duration::ZERO,
             board,
         })
     }
@@ -97,7 +106,9 @@ impl WorkerSampler {
     #[inline]
     pub(crate) fn unit_done(&mut self, at: impl Fn() -> Duration, page_size: usize) {
         self.undrained += 1;
-        if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting()) && self.checkpoint(&at, page_size) {
+        if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting())
+            && self.checkpoint(&at, page_size, true)
+        {
             return;
         }
         if self.undrained >= DRAIN_UNITS {
@@ -112,26 +123,35 @@ impl WorkerSampler {
     #[inline]
     pub(crate) fn idle(&mut self, at: impl Fn() -> Duration, page_size: usize) {
         if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting()) {
-            self.checkpoint(&at, page_size);
+            self.checkpoint(&at, page_size, false);
         }
     }
 
     /// With an applied oracle on the board: while it moves pages, this
-    /// worker's samples go to the board and it waits; until it acts, its
-    /// stretch's end is looked for (one clock read: only runs with an
-    /// applied oracle pay it) and the first worker to see it acts at once,
+    /// worker's samples go to the board and it waits; until it acts, the
+    /// unit just committed (`unit`) is counted toward a stretch of units,
+    /// its stretch's end is looked for (one clock read: only runs with an
+    /// applied oracle pay it), and the first worker to see it acts at once,
     /// instead of the oracle's thread, which may wait long for a CPU.
     /// Whether the samples were drained.
     #[cold]
-    fn checkpoint(&mut self, at: &impl Fn() -> Duration, page_size: usize) -> bool {
+    fn checkpoint(&mut self, at: &impl Fn() -> Duration, page_size: usize, unit: bool) -> bool {
         // Decided on the borrowed board (no clone of the shared `Arc`, whose
         // count every worker would bump after every unit of the stretch).
         let due = match &self.board {
             None => return false,
             Some(b) if b.holding() => None,
             Some(b) => {
+                if unit {
+                    b.count_unit();
+                }
                 let now = at();
                 if !b.oracle_due(now) {
+                    if self.undrained > 0 && now.saturating_sub(self.posted_at) >= POST_EVERY {
+                        self.posted_at = now;
+                        self.drain(|| now, page_size);
+                        return true;
+                    }
                     return false;
                 }
                 Some(now)

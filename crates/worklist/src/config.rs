@@ -307,11 +307,12 @@ impl Builder {
     /// Oracle_High applied for real after a stretch that may span several
     /// skeleton runs (default none): give every run of a program the same
     /// [`OracleStretch`] (clones share it), and the oracle acts once its
-    /// stretch of skeleton time has passed, summed over the runs, in
-    /// whichever run that falls. A run that ends first leaves its samples
-    /// for the oracle and its time counted. Otherwise as
+    /// stretch of skeleton time has passed, or its units have committed
+    /// ([`OracleStretch::units`]), summed over the runs, in whichever run
+    /// that falls. A run that ends first leaves its samples for the oracle
+    /// and its time and units counted. Otherwise as
     /// [`oracle_after`](Builder::oracle_after), which is this with a stretch
-    /// of its own.
+    /// of time of its own.
     ///
     /// # Examples
     ///

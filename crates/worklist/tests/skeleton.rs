@@ -575,9 +575,24 @@ impl Skeleton for SlowAdd {
     }
 }
 
+/// One run of ten `SlowAdd` units on two workers, sampling every access,
+/// with the applied oracle's `stretch`; the oracle's log.
+fn slow_run_with(
+    stretch: &skelaff_worklist::OracleStretch,
+    total: &TVar<u64>,
+) -> Option<skelaff_locality::MigrationLog> {
+    let mut wl = Builder::new()
+        .threads(2)
+        .access_profile(Some(skelaff_locality::Sampling::new(1, 1 << 12).unwrap()))
+        .oracle(Some(stretch.clone()))
+        .build(&SlowAdd, total)
+        .unwrap();
+    wl.add_work_units(0..10);
+    wl.run().unwrap().access_profile.expect("asked for").migration
+}
+
 #[test]
 fn an_oracle_stretch_spans_runs_and_acts_once() {
-    use skelaff_locality::Sampling;
     use skelaff_worklist::OracleStretch;
     use std::time::Duration;
     let total = TVar::new(0);
@@ -586,19 +601,16 @@ fn an_oracle_stretch_spans_runs_and_acts_once() {
     let mut acted_in = Vec::new();
     let mut logs = Vec::new();
     for run in 0..12 {
-        let mut wl = Builder::new()
-            .threads(2)
-            .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
-            .oracle(Some(stretch.clone()))
-            .build(&SlowAdd, &total)
-            .unwrap();
-        wl.add_work_units(0..10);
-        let log = wl.run().unwrap().access_profile.expect("asked for").migration;
+        let log = slow_run_with(&stretch, &total);
         if let Some(l) = &log {
             if l.held_workers.is_some() {
                 acted_in.push(run);
                 // It acted when its stretch of summed run time was over.
-                assert!(stretch.used() >= stretch.stretch(), "{:?} after {run} runs", stretch.used());
+                let len = match stretch.stretch() {
+                    skelaff_locality::Stretch::Time(t) => t,
+                    other => panic!("a stretch of time became {other:?}"),
+                };
+                assert!(stretch.used() >= len, "{:?} after {run} runs", stretch.used());
             }
         }
         logs.push(log);
@@ -611,4 +623,39 @@ fn an_oracle_stretch_spans_runs_and_acts_once() {
     // Every run up to it had the oracle's thread, waiting; none after.
     assert!(logs[..k].iter().all(|l| l.as_ref().is_some_and(|l| l.held_workers.is_none() && l.moves.is_empty())));
     assert!(logs[k + 1..].iter().all(Option::is_none), "{logs:?}");
+}
+
+#[test]
+fn an_oracle_stretch_of_units_acts_at_the_unit_that_ends_it() {
+    use skelaff_locality::Sampling;
+    use skelaff_worklist::OracleStretch;
+    let total = TVar::new(0);
+    let stretch = OracleStretch::units(25);
+    // Runs of ten units: the 25th commits in the third run, whatever the
+    // runs' times.
+    let mut logs = Vec::new();
+    for _ in 0..5 {
+        logs.push(slow_run_with(&stretch, &total));
+    }
+    assert_eq!(total.load(), 5 * 45);
+    let acted: Vec<usize> = logs
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.as_ref().is_some_and(|l| l.held_workers.is_some()))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(acted, [2], "{logs:?}");
+    let log = logs[2].as_ref().unwrap();
+    // A worker acted (a stretch of units has no thread), after posting.
+    assert!(log.by_worker, "{log:?}");
+    assert!(logs[..2].iter().all(|l| l.as_ref().is_some_and(|l| l.held_workers.is_none())));
+    assert!(logs[3..].iter().all(Option::is_none), "{logs:?}");
+    assert!(stretch.acted());
+    // Zero units is refused like zero time.
+    let e = Builder::new()
+        .access_profile(Some(Sampling::new(1, 1 << 12).unwrap()))
+        .oracle(Some(OracleStretch::units(0)))
+        .build(&SlowAdd, &total)
+        .unwrap_err();
+    assert!(e.to_string().contains("longer than zero"), "{e}");
 }
