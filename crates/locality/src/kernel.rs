@@ -13,6 +13,7 @@
 //! migrator's log of moves ([`Attribution::Live`]).
 
 use crate::error::{Error, Result};
+use crate::page_index::PageIndex;
 use crate::plan::PlacementPlan;
 use crate::profile::{Attribution, Profile};
 use skelaff_numa_alloc::{Apply, NodeSet, PageLocation, Placement, Policy, Topology};
@@ -73,8 +74,59 @@ impl Profile {
     ///
     /// As [`attribute_at_end`](Profile::attribute_at_end).
     pub fn attribute_now(&mut self) -> Result<()> {
-        let pages = self.pages();
-        self.attribute_pages_now(&pages)
+        match self.page_index() {
+            Some(index) => self.attribute_indexed(&index),
+            None => {
+                let pages = self.pages();
+                self.attribute_pages_now(&pages)
+            }
+        }
+    }
+
+    /// [`attribute_now`](Profile::attribute_now) with this profile's
+    /// [`page_index`](Profile::page_index) at hand (a caller that also
+    /// needs the distinct pages builds it once): the kernel is asked about
+    /// the index's pages, and each access takes its page's answer without
+    /// a search.
+    ///
+    /// # Errors
+    ///
+    /// As [`attribute_at_end`](Profile::attribute_at_end), and
+    /// [`Error::BadAccess`] when `index` is not this profile's (an access's
+    /// page is not the one the index gives it); the profile is then left
+    /// as it was.
+    pub fn attribute_indexed(&mut self, index: &PageIndex) -> Result<()> {
+        if !index.indexes(self.accesses()) {
+            let index_len = index.accesses();
+            let at = self
+                .accesses()
+                .iter()
+                .enumerate()
+                .position(|(i, a)| i >= index_len || index.pages().get(index.page_of(i)) != Some(&a.page))
+                .unwrap_or(self.accesses().len());
+            return Err(Error::BadAccess {
+                index: at,
+                reason: format!(
+                    "the page index given is not this profile's ({} accesses indexed, the profile has {})",
+                    index_len,
+                    self.accesses().len()
+                ),
+            });
+        }
+        let nodes = page_nodes(index.pages(), self.header().page_size)?;
+        // Checked once per page, so each access only takes its page's answer.
+        let count = self.machine().nodes();
+        if let Some((page, node)) =
+            index.pages().iter().zip(&nodes).find_map(|(&p, n)| n.filter(|&n| usize::from(n) >= count).map(|n| (p, n)))
+        {
+            let at = self.accesses().iter().position(|a| a.page == page).unwrap_or(0);
+            return Err(Error::BadAccess {
+                index: at,
+                reason: format!("page {page:#x} is said to be on node {node}, which {} lacks", self.machine().name()),
+            });
+        }
+        self.set_homes(Attribution::AtEnd, |i| nodes[index.page_of(i)]);
+        Ok(())
     }
 
     /// [`attribute_now`](Profile::attribute_now) for a caller that has the
@@ -182,6 +234,40 @@ mod tests {
         let mut unsorted = all.clone();
         unsorted.attribute_pages_now(&[b, a]).unwrap();
         assert_eq!(unsorted.accesses(), all.accesses());
+        drop(v);
+    }
+
+    #[test]
+    fn an_index_hands_out_the_kernel_s_answers_only_to_its_own_profile() {
+        let v = vec![1u8; 1 << 16];
+        let first = v.as_ptr() as u64 / 4096 + 1;
+        let machine = crate::Machine::from_topology("this machine", Topology::get().unwrap()).unwrap();
+        let header = crate::ProfileHeader::new(machine, "t", "first-touch", 1);
+        // Pages visited out of order and revisited.
+        let order = [3, 1, 3, 2, 1, 1, 4];
+        let accesses = order.iter().enumerate().map(|(t, &k)| crate::Access::read(first + k, 0, 0, t as u64)).collect();
+        let p = Profile::new(header, accesses).unwrap();
+        let index = p.page_index().unwrap();
+        let (mut by_index, mut by_search) = (p.clone(), p.clone());
+        by_index.attribute_indexed(&index).unwrap();
+        by_search.attribute_pages_now(&p.pages()).unwrap();
+        assert_eq!(by_index, by_search);
+        assert!(by_index.accesses().iter().all(|a| a.home.is_some()), "{:?}", by_index.accesses());
+        // Another profile (one access's page differs) is refused and left as it was.
+        let (h, mut other) = p.clone().into_parts();
+        other[5].page = first + 4;
+        let mut other = Profile::new(h, other).unwrap();
+        let before = other.clone();
+        let e = other.attribute_indexed(&index).unwrap_err().to_string();
+        assert!(e.starts_with("access 5: the page index given is not this profile's"), "{e}");
+        assert_eq!(other, before);
+        // So is a profile with fewer accesses than the index.
+        let (h, mut shorter) = p.clone().into_parts();
+        shorter.truncate(4);
+        let mut shorter = Profile::new(h, shorter).unwrap();
+        let e = shorter.attribute_indexed(&index).unwrap_err().to_string();
+        assert!(e.contains("7 accesses indexed, the profile has 4"), "{e}");
+        assert_eq!(shorter.header().attribution, Attribution::None);
         drop(v);
     }
 }

@@ -333,6 +333,15 @@ impl Profile {
         Ok(())
     }
 
+    /// Sets access `i`'s home to `home_of(i)`, already checked to be a node
+    /// of the machine, and records `attribution`.
+    pub(crate) fn set_homes(&mut self, attribution: Attribution, mut home_of: impl FnMut(usize) -> Option<u16>) {
+        for (i, a) in self.accesses.iter_mut().enumerate() {
+            a.home = home_of(i);
+        }
+        self.header.attribution = attribution;
+    }
+
     /// Splits into header and accesses.
     pub fn into_parts(self) -> (ProfileHeader, Vec<Access>) {
         (self.header, self.accesses)

@@ -72,11 +72,19 @@ impl Recorder {
     pub fn offer(&mut self, access: Access) -> bool {
         self.seen += 1;
         self.countdown -= 1;
-        if self.countdown == 0 {
-            self.keep(access);
-            return true;
+        if self.countdown != 0 {
+            return false;
         }
-        false
+        // Inline while there is room (a worker's recorder keeps every sample
+        // the STM gives it: this is its path for each one); only a full
+        // buffer's thinning or dropping is out of line.
+        if self.buf.len() < self.capacity {
+            self.countdown = self.period;
+            self.buf.push(access);
+        } else {
+            self.overflow(access);
+        }
+        true
     }
 
     /// Whether the next [`offer`](Self::offer) would keep its access (so a
@@ -86,13 +94,10 @@ impl Recorder {
         self.countdown == 1
     }
 
+    /// The period's sample arrived with the buffer full.
     #[cold]
-    fn keep(&mut self, access: Access) {
+    fn overflow(&mut self, access: Access) {
         self.countdown = self.period;
-        if self.buf.len() < self.capacity {
-            self.buf.push(access);
-            return;
-        }
         match self.overflow {
             Overflow::Drop => self.discarded += 1,
             Overflow::Thin => {
@@ -163,40 +168,119 @@ impl Profile {
     /// thread or node the header lacks.
     pub fn from_recorders(mut header: ProfileHeader, recorders: Vec<Recorder>) -> Result<Profile> {
         let period = recorders.iter().map(|r| r.period).max().unwrap_or(header.sampling.period);
-        let total: usize = recorders.iter().map(|r| r.buf.len()).sum();
         let (mut seen, mut discarded) = (0, 0);
-        let mut recorders = recorders.into_iter();
-        // The first recorder's buffer becomes the profile's when it keeps
-        // all its samples (the usual case): grown in place rather than
-        // copied, which for a long run spares megabytes of fresh pages.
-        let mut accesses = Vec::new();
-        let mut first = None;
-        if let Some(r) = recorders.next() {
-            if r.period == period {
-                seen += r.seen;
-                discarded += r.discarded;
-                accesses = r.buf;
-            } else {
-                first = Some(r);
-            }
-        }
-        accesses.reserve(total - accesses.len());
-        for r in first.into_iter().chain(recorders) {
+        let mut runs = Vec::with_capacity(recorders.len());
+        for mut r in recorders {
             seen += r.seen;
             discarded += r.discarded;
             // Periods are the configured one times powers of two, so the
             // ratio is whole when all recorders started alike; round otherwise.
             let step = (f64::from(period) / f64::from(r.period)).round().max(1.0) as usize;
-            let len = r.buf.len();
-            // Keep the last of each `step` (the samples the larger period would have taken).
-            accesses.extend(r.buf.into_iter().enumerate().filter(|(i, _)| (i + 1) % step == 0).map(|(_, a)| a));
-            discarded += (len - len / step) as u64;
+            if step > 1 {
+                // Keep the last of each `step` (the samples the larger period would have taken).
+                let len = r.buf.len();
+                let mut i = 0;
+                r.buf.retain(|_| {
+                    i += 1;
+                    i % step == 0
+                });
+                discarded += (len - r.buf.len()) as u64;
+            }
+            runs.push(r.buf);
         }
         header.sampling.period = period;
         header.seen += seen;
         header.discarded += discarded;
-        Profile::new(header, accesses)
+        Profile::new(header, merge_by_time(runs))
     }
+}
+
+/// The runs' accesses in one buffer, in time order; equal times keep the
+/// runs' order (as a stable sort of the runs one after the other would).
+///
+/// A recorder's samples are in the order offered, which for a worker is
+/// time order: its drains are stamped with a clock that never goes back.
+/// Such runs are merged a block at a time (a drain's samples share their
+/// time, so the blocks are long), from the end, into the largest run's
+/// buffer grown to hold them all: its samples stay on the pages they are
+/// on, and only the growth is fresh memory (at the end of a run each fresh
+/// page is a fault, and a merged copy of every sample cost the end of a
+/// profiled vacation run more than the rest together). A run out of time
+/// order (a recorder fed by hand) is sorted instead.
+fn merge_by_time(mut runs: Vec<Vec<Access>>) -> Vec<Access> {
+    runs.retain(|r| !r.is_empty());
+    let total = runs.iter().map(Vec::len).sum();
+    if runs.len() <= 1 || !runs.iter().all(|r| r.is_sorted_by_key(|a| a.time_ns)) {
+        // One run is taken as it is (and sorted in place if it must be).
+        let mut runs = runs.into_iter();
+        let mut all = runs.next().unwrap_or_default();
+        all.reserve_exact(total - all.len());
+        for r in runs {
+            all.extend(r);
+        }
+        if !all.is_sorted_by_key(|a| a.time_ns) {
+            all.sort_by_key(|a| a.time_ns);
+        }
+        return all;
+    }
+    let base = (0..runs.len()).max_by_key(|&i| runs[i].capacity()).unwrap_or(0);
+    let mut out = std::mem::take(&mut runs[base]);
+    // What is left of each run to merge: `..left[i]`.
+    let mut left: Vec<usize> = runs.iter().map(Vec::len).collect();
+    left[base] = out.len();
+    let filler = out[0];
+    out.reserve_exact(total - out.len());
+    out.resize(total, filler);
+    let mut end = total;
+    loop {
+        // The run whose last sample left goes last (the highest index among
+        // equal times), and the last sample left of any other run: the
+        // block taken from the first starts after it.
+        let mut last: Option<(u64, usize)> = None;
+        let mut other: Option<(u64, usize)> = None;
+        for (i, &n) in left.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let time = if i == base { out[n - 1].time_ns } else { runs[i][n - 1].time_ns };
+            let key = (time, i);
+            match last {
+                Some(l) if l > key => {
+                    if other.is_none_or(|o| key > o) {
+                        other = Some(key);
+                    }
+                }
+                _ => {
+                    other = last;
+                    last = Some(key);
+                }
+            }
+        }
+        let Some((_, i)) = last else { break };
+        let rest = if i == base { &out[..left[i]] } else { &runs[i][..left[i]] };
+        let from = match other {
+            None => 0,
+            // Back to the first sample that comes after the other's (this
+            // run's samples at the other's time come before it when this
+            // run comes first among equals). A scan, not a binary search:
+            // blocks are short, and a search over the whole run missed the
+            // cache at every step (a quarter of the merge's time).
+            Some((t, j)) => {
+                let after = |a: &&Access| a.time_ns > t || (a.time_ns == t && i > j);
+                rest.len() - rest.iter().rev().take_while(after).count()
+            }
+        };
+        let len = left[i] - from;
+        // The base run's samples left are below `end - len`: nothing unmerged is overwritten.
+        if i == base {
+            out.copy_within(from..left[i], end - len);
+        } else {
+            out[end - len..end].copy_from_slice(&runs[i][from..left[i]]);
+        }
+        left[i] = from;
+        end -= len;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -260,6 +344,31 @@ mod tests {
     }
 
     proptest! {
+        /// Runs merge into what a stable sort of their samples, one run
+        /// after the other, gives: block by block when every run is in
+        /// time order (few distinct times, so equal times across runs are
+        /// common), by that sort when one is not.
+        #[test]
+        fn merging_is_a_stable_sort_of_the_runs(
+            runs in proptest::collection::vec(proptest::collection::vec(0u64..6, 0..40), 0..6),
+            in_order in any::<bool>(),
+        ) {
+            let runs: Vec<Vec<Access>> = runs
+                .into_iter()
+                .enumerate()
+                .map(|(r, mut times)| {
+                    if in_order {
+                        times.sort_unstable();
+                    }
+                    // The page says which run and which sample it was.
+                    times.iter().enumerate().map(|(i, &t)| Access::read((r * 1000 + i) as u64, 0, 0, t)).collect()
+                })
+                .collect();
+            let mut expected: Vec<Access> = runs.concat();
+            expected.sort_by_key(|a| a.time_ns);
+            prop_assert_eq!(merge_by_time(runs), expected);
+        }
+
         /// Memory stays bounded and samples stay evenly spaced at the
         /// reported period, however many accesses overflow the buffer.
         #[test]
