@@ -40,9 +40,13 @@ use skelaff_stm::sampler;
 const UNIT_SAMPLES: usize = 1 << 16;
 
 /// Samples a worker's recorder makes room for when it starts (at most its
-/// capacity): enough for a run of tens of milliseconds at the default
-/// period without regrowing.
-const RECORDER_RESERVE: usize = 1 << 14;
+/// capacity): 32 KiB, a short run's worth at the default period. A longer
+/// run's buffer doubles as it fills, which for large blocks is a `mremap`
+/// (skelaff's allocator and glibc's alike), not a copy; reserving 16K
+/// samples up front cost every run 128 fresh pages per worker, a fixed
+/// cost that weighed on runs of a few milliseconds (labyrinth's small
+/// input keeps 50 samples).
+const RECORDER_RESERVE: usize = 1 << 10;
 
 /// Units between two drains of the STM sampler into the recorder.
 pub(crate) const DRAIN_UNITS: u32 = 64;
