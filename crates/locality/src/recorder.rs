@@ -204,9 +204,10 @@ impl Profile {
 /// time, so the blocks are long), from the end, into the largest run's
 /// buffer grown to hold them all: its samples stay on the pages they are
 /// on, and only the growth is fresh memory (at the end of a run each fresh
-/// page is a fault, and a merged copy of every sample cost the end of a
-/// profiled vacation run more than the rest together). A run out of time
-/// order (a recorder fed by hand) is sorted instead.
+/// page is a fault: sorting the concatenated runs, which copies every
+/// sample twice through scratch as large as the samples, was the largest
+/// part of the end of a profiled vacation run). A run out of time order (a
+/// recorder fed by hand) is sorted instead.
 fn merge_by_time(mut runs: Vec<Vec<Access>>) -> Vec<Access> {
     runs.retain(|r| !r.is_empty());
     let total = runs.iter().map(Vec::len).sum();
@@ -264,7 +265,7 @@ fn merge_by_time(mut runs: Vec<Vec<Access>>) -> Vec<Access> {
             // run's samples at the other's time come before it when this
             // run comes first among equals). A scan, not a binary search:
             // blocks are short, and a search over the whole run missed the
-            // cache at every step (a quarter of the merge's time).
+            // cache at every step (it made the merge slower than the sort).
             Some((t, j)) => {
                 let after = |a: &&Access| a.time_ns > t || (a.time_ns == t && i > j);
                 rest.len() - rest.iter().rev().take_while(after).count()
