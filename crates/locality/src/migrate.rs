@@ -154,6 +154,11 @@ pub struct MigrationLog {
     /// thread stopped (`None`: not asked).
     #[serde(default)]
     pub still_there: Option<u64>,
+    /// When the applied oracle chose its plan (nanoseconds on the run's
+    /// clock), whether or not the plan moved anything: the accesses from
+    /// then on ran on the oracle's placement. `None` when no oracle acted.
+    #[serde(default)]
+    pub oracle_chosen_ns: Option<u64>,
 }
 
 /// The background migration thread.
@@ -490,8 +495,9 @@ fn act_oracle(board: &SampleBoard, task: &OracleTask, acting: usize) -> Result<M
         // of the stretch acts on them at its start.
         return Ok(log);
     }
-    if move_hottest(board, task.nodes, task.page_size, usize::MAX, task.start, &mut log)? {
+    if let Some(chosen) = move_hottest(board, task.nodes, task.page_size, usize::MAX, task.start, &mut log)? {
         log.held_workers = Some(held.counts);
+        log.oracle_chosen_ns = Some(chosen);
     }
     log.work_ns = began.elapsed().as_nanos() as u64;
     Ok(log)
@@ -499,7 +505,8 @@ fn act_oracle(board: &SampleBoard, task: &OracleTask, acting: usize) -> Result<M
 
 /// One epoch: the board's samples drained, the kernel asked where their
 /// pages are, and the `pages` hottest misplaced ones moved to their
-/// dominant accessor's node, logged in `log`. Whether the board had samples.
+/// dominant accessor's node, logged in `log`. When the board had samples,
+/// the time the moves were chosen at (whether any page moved or not).
 fn move_hottest(
     board: &SampleBoard,
     nodes: usize,
@@ -507,12 +514,12 @@ fn move_hottest(
     pages: usize,
     start: Instant,
     log: &mut MigrationLog,
-) -> Result<bool> {
+) -> Result<Option<u64>> {
     // The time the moves are chosen at is read with every slot locked: the
     // samples stamped before it are exactly those counted.
     let (counts, chosen_ns) = board.drain_counts_at(nodes, || start.elapsed().as_nanos() as u64);
     if counts.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let mut sampled: Vec<u64> = counts.keys().copied().collect();
     sampled.sort_unstable();
@@ -528,7 +535,7 @@ fn move_hottest(
         .filter_map(|(page, to)| Some((page, homes.get(&page).copied().flatten()?, to)))
         .collect();
     if chosen.is_empty() {
-        return Ok(true);
+        return Ok(Some(chosen_ns));
     }
     let batch: Vec<(*const u8, usize)> =
         chosen.iter().map(|&(page, _, to)| ((page * page_size) as usize as *const u8, usize::from(to))).collect();
@@ -542,7 +549,7 @@ fn move_hottest(
             log.failed += 1;
         }
     }
-    Ok(true)
+    Ok(Some(chosen_ns))
 }
 
 impl Profile {
@@ -657,6 +664,7 @@ mod tests {
         board.enter();
         let v = vec![1u8; 1 << 14];
         // The thread's stretch is a minute: only the worker can act here.
+        let before_start = Instant::now();
         let m = oracle(&board, Duration::from_secs(60), Duration::from_secs(60));
         assert!(board.oracle_waiting());
         assert!(!board.oracle_due(Duration::from_secs(1)));
@@ -678,6 +686,9 @@ mod tests {
         let log = m.stop().unwrap();
         assert_eq!((log.epochs, log.held_workers, log.by_worker), (1, Some((1, 1)), true), "{log:?}");
         assert_eq!((log.moves.len(), log.failed), (0, 0), "one node: nothing is misplaced");
+        // A plan that moved nothing still says when it was chosen: the
+        // accesses after it ran on the oracle's (unchanged) placement.
+        assert!(log.oracle_chosen_ns.is_some_and(|t| t <= before_start.elapsed().as_nanos() as u64), "{log:?}");
         drop(v);
     }
 
@@ -742,7 +753,7 @@ mod tests {
         assert!(task.act(&board, 0));
         assert!(board.oracle_waiting(), "waits again");
         let log = m.stop().unwrap();
-        assert_eq!((log.epochs, log.held_workers), (0, None), "{log:?}");
+        assert_eq!((log.epochs, log.held_workers, log.oracle_chosen_ns), (0, None, None), "{log:?}");
         assert_eq!(board.drain_counts(1).len(), 1, "the sample is still on the board");
         drop(v);
     }
@@ -752,7 +763,7 @@ mod tests {
         let board = SampleBoard::new(1, 16);
         let m = oracle(&board, Duration::from_secs(60), Duration::ZERO);
         let log = m.stop().unwrap();
-        assert_eq!(log.held_workers, None);
+        assert_eq!((log.held_workers, log.oracle_chosen_ns), (None, None));
         // The run ended before the stretch: no worker may act on it now.
         assert!(!board.oracle_waiting());
         assert!(!board.act_if_due(Duration::from_secs(1000)));

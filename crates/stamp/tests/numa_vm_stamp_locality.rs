@@ -32,7 +32,10 @@
 //! about 0.6 ms a page). The row's local fraction must be within 0.05 of
 //! the same accesses modelled under the plan the oracle applied (Oracle_High
 //! of the stretch's samples). A run whose oracle moved nothing (its
-//! sampled pages already on their dominant node) prints why it has no row.
+//! sampled pages already on their dominant node) has a row too: first
+//! touch's placement, kept, counted from the oracle's choice on
+//! (`MigrationLog::oracle_chosen_ns`). Only a run whose oracle never acted
+//! has none, and says so.
 //!
 //! By default two applications run (vacation and intruder); with
 //! `skelaff.locality_sweep=all` on the kernel command line (`cargo xtask
@@ -360,8 +363,11 @@ fn run(
     let units = report.units;
     if let Extra::Oracle(stretch) = extra {
         // Only what ran on the oracle's placement: the accesses from the
-        // first move on (none when nothing moved).
-        let from = ap.migration.as_ref().and_then(|l| l.moves.first()).map_or(u64::MAX, |m| m.time_ns);
+        // first move on; from its choice on when its plan moved no page
+        // (first touch's placement, kept); none when it never acted.
+        let chosen_at = ap.migration.as_ref().and_then(|l| l.oracle_chosen_ns);
+        let from =
+            ap.migration.as_ref().and_then(|l| l.moves.first()).map(|m| m.time_ns).or(chosen_at).unwrap_or(u64::MAX);
         let last_move = ap.migration.as_ref().and_then(|l| l.moves.last()).map_or(0, |m| m.time_ns);
         let last_sample = accesses.iter().map(|a| a.time_ns).max().unwrap_or(0);
         println!(
@@ -375,6 +381,12 @@ fn run(
         let after: Vec<_> = accesses.iter().filter(|a| a.time_ns >= from).copied().collect();
         println!("     {} of {} samples came after the oracle's moves", after.len(), accesses.len());
         let moved = ap.migration.as_ref().is_some_and(|l| !l.moves.is_empty());
+        let acted = moved || chosen_at.is_some();
+        if acted && !moved {
+            println!(
+                "     the oracle's plan moved no page: its row is first touch's placement from the oracle's choice on"
+            );
+        }
         if let Some(l) = &ap.migration {
             let (held, of) = l.held_workers.unwrap_or_default();
             println!(
@@ -395,9 +407,10 @@ fn run(
         // The stretch is what the board held when the oracle chose: the
         // samples before that moment (a batch can take tens of
         // milliseconds under TCG, and workers not held post on meanwhile).
-        let chosen = ap.migration.as_ref().and_then(|l| l.moves.first()).map_or(from, |m| m.chosen_ns);
+        let chosen =
+            ap.migration.as_ref().and_then(|l| l.moves.first()).map(|m| m.chosen_ns).or(chosen_at).unwrap_or(from);
         let before: Vec<_> = accesses.iter().filter(|a| a.time_ns < chosen).collect();
-        if moved && !after.is_empty() && !before.is_empty() {
+        if acted && !after.is_empty() && !before.is_empty() {
             let nodes = machine.nodes();
             let mut counts: BTreeMap<u64, (Option<u16>, Vec<u64>)> = BTreeMap::new();
             for a in &before {
@@ -444,11 +457,11 @@ fn run(
                 ));
             }
         }
-        if after.is_empty() || !moved {
+        if after.is_empty() || !acted {
             // The oracle's epoch came after the run's workers had left (or
             // in no skeleton run at all): no row, and the placement check
             // runs on the whole run.
-            println!("     (no row: the oracle moved nothing, or the run ended before its first move took effect)");
+            println!("     (no row: the oracle never acted, or the run ended before its choice took effect)");
             emit = false;
         } else {
             accesses = after;

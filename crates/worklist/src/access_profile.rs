@@ -387,7 +387,22 @@ impl AccessProfile {
             Ok(p) => {
                 self.profile = p;
                 self.intended.extend(later.intended);
-                match (&mut self.migration, later.migration) {
+                // The later run's log on this profile's clock.
+                let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
+                let later_log = later.migration.map(|l| MigrationLog {
+                    moves: l
+                        .moves
+                        .into_iter()
+                        .map(|x| skelaff_locality::PageMove {
+                            time_ns: x.time_ns.saturating_add(shift),
+                            chosen_ns: x.chosen_ns.saturating_add(shift),
+                            ..x
+                        })
+                        .collect(),
+                    oracle_chosen_ns: l.oracle_chosen_ns.map(|t| t.saturating_add(shift)),
+                    ..l
+                });
+                match (&mut self.migration, later_log) {
                     (Some(m), Some(l)) => {
                         m.epochs += l.epochs;
                         m.failed += l.failed;
@@ -399,12 +414,8 @@ impl AccessProfile {
                         m.held_workers = m.held_workers.or(l.held_workers);
                         m.by_worker |= l.by_worker;
                         m.still_there = m.still_there.zip(l.still_there).map(|(a, b)| a + b);
-                        let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
-                        m.moves.extend(l.moves.into_iter().map(|x| skelaff_locality::PageMove {
-                            time_ns: x.time_ns.saturating_add(shift),
-                            chosen_ns: x.chosen_ns.saturating_add(shift),
-                            ..x
-                        }));
+                        m.oracle_chosen_ns = m.oracle_chosen_ns.or(l.oracle_chosen_ns);
+                        m.moves.extend(l.moves);
                     }
                     (None, l) => self.migration = l,
                     (Some(_), None) => {}
@@ -483,6 +494,26 @@ mod tests {
         assert_eq!(times, [4, 101]);
         assert_eq!(a.profile.header().sampling.period, 8);
         assert_eq!(a.profile.header().discarded, 3);
+    }
+
+    #[test]
+    fn a_later_run_s_oracle_and_moves_are_shifted_onto_the_merged_clock() {
+        use skelaff_locality::PageMove;
+        let acted = MigrationLog {
+            moves: vec![PageMove { page: 1, from: 1, to: 0, time_ns: 7, chosen_ns: 5 }],
+            oracle_chosen_ns: Some(5),
+            ..MigrationLog::default()
+        };
+        for first in [Some(MigrationLog::default()), None] {
+            let mut a = profile(1, 100, &[1, 2]);
+            a.migration = first.clone();
+            let mut later = profile(1, 100, &[1]);
+            later.migration = Some(acted.clone());
+            a.merge(later, Duration::from_nanos(100));
+            let m = a.migration.expect("merged");
+            assert_eq!(m.oracle_chosen_ns, Some(105), "{first:?}");
+            assert_eq!((m.moves[0].time_ns, m.moves[0].chosen_ns), (107, 105), "{first:?}");
+        }
     }
 
     #[test]
