@@ -96,19 +96,12 @@ impl Profile {
     /// page is not the one the index gives it); the profile is then left
     /// as it was.
     pub fn attribute_indexed(&mut self, index: &PageIndex) -> Result<()> {
-        if !index.indexes(self.accesses()) {
-            let index_len = index.accesses();
-            let at = self
-                .accesses()
-                .iter()
-                .enumerate()
-                .position(|(i, a)| i >= index_len || index.pages().get(index.page_of(i)) != Some(&a.page))
-                .unwrap_or(self.accesses().len());
+        if let Some(at) = index.first_mismatch(self.accesses()) {
             return Err(Error::BadAccess {
                 index: at,
                 reason: format!(
                     "the page index given is not this profile's ({} accesses indexed, the profile has {})",
-                    index_len,
+                    index.accesses(),
                     self.accesses().len()
                 ),
             });
@@ -125,7 +118,8 @@ impl Profile {
                 reason: format!("page {page:#x} is said to be on node {node}, which {} lacks", self.machine().name()),
             });
         }
-        self.set_homes(Attribution::AtEnd, |i| nodes[index.page_of(i)]);
+        // Every access is indexed (checked above), so each has a position.
+        self.set_homes(Attribution::AtEnd, |i| index.page_of(i).and_then(|at| nodes[at]));
         Ok(())
     }
 

@@ -25,7 +25,8 @@ use crate::profile::{Access, Profile};
 /// let p = Profile::new(header, times.iter().map(|&(page, t)| Access::read(page, 0, 0, t)).collect())?;
 /// let index = p.page_index().expect("a few pages");
 /// assert_eq!(index.pages(), [3, 5, 9]);
-/// assert_eq!((0..4).map(|i| index.page_of(i)).collect::<Vec<_>>(), [2, 0, 2, 1]);
+/// assert_eq!((0..4).map(|i| index.page_of(i)).collect::<Vec<_>>(), [Some(2), Some(0), Some(2), Some(1)]);
+/// assert_eq!(index.page_of(4), None);
 /// # Ok::<(), skelaff_locality::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,13 +89,9 @@ impl PageIndex {
     }
 
     /// The position in [`pages`](Self::pages) of the page of the profile's
-    /// access number `access`.
-    ///
-    /// # Panics
-    ///
-    /// When `access` is not below the number of accesses indexed.
-    pub fn page_of(&self, access: usize) -> usize {
-        self.of_access[access] as usize
+    /// access number `access`; `None` past the accesses indexed.
+    pub fn page_of(&self, access: usize) -> Option<usize> {
+        self.of_access.get(access).map(|&i| i as usize)
     }
 
     /// How many accesses it indexes.
@@ -102,12 +99,19 @@ impl PageIndex {
         self.of_access.len()
     }
 
-    /// Whether this is the index of `accesses` (each access's page is the
-    /// one it says): a check of one read per access, so an index can never
+    /// The first of `accesses` whose page is not the one this index gives
+    /// it (`accesses.len()` when there are more or fewer accesses than
+    /// indexed but the common ones agree), or `None` when this is the
+    /// index of `accesses`: one read per access, so an index can never
     /// hand another profile's answers out.
-    pub(crate) fn indexes(&self, accesses: &[Access]) -> bool {
-        self.of_access.len() == accesses.len()
-            && accesses.iter().zip(&self.of_access).all(|(a, &i)| self.pages.get(i as usize) == Some(&a.page))
+    pub(crate) fn first_mismatch(&self, accesses: &[Access]) -> Option<usize> {
+        let differs =
+            accesses.iter().zip(&self.of_access).position(|(a, &i)| self.pages.get(i as usize) != Some(&a.page));
+        match differs {
+            Some(at) => Some(at),
+            None if accesses.len() != self.of_access.len() => Some(accesses.len().min(self.of_access.len())),
+            None => None,
+        }
     }
 }
 
@@ -144,12 +148,15 @@ mod tests {
         let p = profile(&[7, 7, 7, 2, 7, 2, 2, 11]);
         let index = p.page_index().unwrap();
         assert_eq!(index.pages(), [2, 7, 11]);
-        let of: Vec<usize> = (0..8).map(|i| index.page_of(i)).collect();
+        let of: Vec<usize> = (0..8).filter_map(|i| index.page_of(i)).collect();
         assert_eq!(of, [1, 1, 1, 0, 1, 0, 0, 2]);
-        assert!(index.indexes(p.accesses()));
-        // Another profile's accesses are not what it indexes.
-        assert!(!index.indexes(profile(&[7, 7, 7, 2, 7, 2, 11, 11]).accesses()));
-        assert!(!index.indexes(profile(&[7]).accesses()));
+        assert_eq!(index.page_of(8), None);
+        assert_eq!(index.first_mismatch(p.accesses()), None);
+        // Another profile's accesses are not what it indexes: the first
+        // that differs is named, or the end of the shorter list.
+        assert_eq!(index.first_mismatch(profile(&[7, 7, 7, 2, 7, 2, 11, 11]).accesses()), Some(6));
+        assert_eq!(index.first_mismatch(profile(&[7]).accesses()), Some(1));
+        assert_eq!(index.first_mismatch(profile(&[7, 7, 7, 2, 7, 2, 2, 11, 11]).accesses()), Some(8));
     }
 
     proptest! {
@@ -161,7 +168,7 @@ mod tests {
             let index = p.page_index().unwrap();
             prop_assert_eq!(index.pages(), &p.pages()[..]);
             for (i, a) in p.accesses().iter().enumerate() {
-                prop_assert_eq!(index.pages()[index.page_of(i)], a.page);
+                prop_assert_eq!(index.page_of(i).map(|at| index.pages()[at]), Some(a.page));
             }
         }
     }
