@@ -8,13 +8,18 @@
 //! nodes run on their block's node when the hint is on (and on it only by
 //! chance when it is off), and the report's count agrees with the test's
 //! own.
+//! The oracle applied for real: each worker updates only a block of
+//! transactional variables; when the blocks lie on their workers' nodes the
+//! oracle's plan moves no page but still says when it chose (and every
+//! sampled access after is local), and when each lies one node over the
+//! oracle moves every sampled page to its worker's node.
 
 use std::process::ExitCode;
 
 use parking_lot::Mutex;
 use skelaff_numa_alloc::alloc::NumaAlloc;
 use skelaff_numa_alloc::{NumaRegion, Placement, Policy, RegionOptions, Topology, pin};
-use skelaff_stm::{TxError, TxOps};
+use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_testkit::{GuestSpec, Suite, expect_no_mismatches};
 use skelaff_worklist::{Affinity, Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo};
 
@@ -211,6 +216,110 @@ fn affinity_run(threads: usize, on: bool) -> Result<AffinityRun, String> {
     Ok(AffinityRun { share: home as f64 / blocks as f64, figures: report.affinity(), home_after_away })
 }
 
+/// Pages per worker's block of the oracle check.
+const ORACLE_PAGES: usize = 4;
+/// Words per page.
+const WORDS: usize = 4096 / 8;
+
+/// Each worker updates, in every unit, one word on each page of its own
+/// block of transactional variables, whatever the unit.
+struct OwnBlocks<'v> {
+    vars: &'v [TVar<u64>],
+    /// The block of the worker on node `nodes[i]` is block `i`.
+    nodes: Vec<usize>,
+}
+
+impl Skeleton for OwnBlocks<'_> {
+    type Unit = u64;
+    type Shared = ();
+    type PerWorker = Option<usize>;
+
+    fn init_worker(&self, _: &(), w: &WorkerInfo) -> Option<usize> {
+        w.node.and_then(|n| self.nodes.iter().position(|&m| m == n))
+    }
+
+    fn process<X: TxOps>(
+        &self,
+        tx: &mut X,
+        &u: &u64,
+        block: &mut Option<usize>,
+        _: &(),
+        _: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
+        let Some(b) = *block else { return Ok(()) };
+        for page in 0..ORACLE_PAGES {
+            let v = &self.vars[(b * ORACLE_PAGES + page) * WORDS + (u as usize % WORDS)];
+            let x = tx.read(v)?;
+            tx.write(v, x + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// What one oracle run showed.
+struct OracleRun {
+    log: skelaff_locality::MigrationLog,
+    /// Sampled accesses after the oracle's last move (after its choice
+    /// when it moved nothing), and how many of them were local.
+    after: usize,
+    local_after: usize,
+    /// Sampled pages outside the blocks.
+    stray: usize,
+}
+
+/// Runs [`OwnBlocks`] with the worker of `nodes[i]`'s block on
+/// `nodes[(i + shift) % n]`, and the oracle acting after a quarter of the
+/// units.
+fn oracle_run(threads: usize, shift: usize) -> Result<OracleRun, String> {
+    use skelaff_worklist::OracleStretch;
+    let nodes: Vec<usize> = Topology::get().map_err(|e| e.to_string())?.nodes_with_cpus().iter().collect();
+    let words = nodes.len() * ORACLE_PAGES * WORDS;
+    let backing: Vec<TVar<u64>> = (0..words + WORDS).map(|_| TVar::new(0)).collect();
+    let skip = (backing.as_ptr() as usize).next_multiple_of(4096) - backing.as_ptr() as usize;
+    let vars = &backing[skip / 8..skip / 8 + words];
+    let moves: Vec<(*const u8, usize)> = (0..nodes.len() * ORACLE_PAGES)
+        .map(|p| (vars[p * WORDS..].as_ptr().cast::<u8>(), nodes[(p / ORACLE_PAGES + shift) % nodes.len()]))
+        .collect();
+    let placed = Placement::move_pages_to(&moves).map_err(|e| e.to_string())?;
+    let misplaced = placed.iter().zip(&moves).filter(|(l, (_, n))| **l != skelaff_numa_alloc::PageLocation::Node(*n));
+    if let Some((l, (_, n))) = misplaced.clone().next() {
+        return Err(format!(
+            "{} blocks' pages not placed before the run: one is {l:?}, not on node {n}",
+            misplaced.count()
+        ));
+    }
+    let units = 64 * threads as u64;
+    let skel = OwnBlocks { vars, nodes };
+    let mut wl = Builder::new()
+        .threads(threads)
+        .policy(PagePolicy::FirstTouch)
+        .access_profile(Some(skelaff_locality::Sampling::new(1, 1 << 14).map_err(|e| e.to_string())?))
+        .oracle(Some(OracleStretch::units(units / 4)))
+        .build(&skel, &())
+        .map_err(|e| e.to_string())?;
+    wl.add_work_units(0..units);
+    let report = wl.run().map_err(|e| e.to_string())?;
+    let ap = report.access_profile.ok_or("the run recorded no access profile")?;
+    if let Some(e) = &ap.attribution_error {
+        return Err(format!("the kernel could not say where the pages are: {e}"));
+    }
+    let log = ap.migration.ok_or("the run with an oracle has no migration log")?;
+    // After the last move every sampled page is where the plan put it.
+    let from = log
+        .moves
+        .iter()
+        .map(|m| m.time_ns)
+        .max()
+        .or(log.oracle_chosen_ns)
+        .ok_or_else(|| format!("the oracle never acted (stretch {} of {units} units): {log:?}", units / 4))?;
+    let first = vars.as_ptr() as u64 / 4096;
+    let accesses = ap.profile.accesses();
+    let stray = accesses.iter().filter(|a| !(first..first + moves.len() as u64).contains(&a.page)).count();
+    let after: Vec<_> = accesses.iter().filter(|a| a.time_ns > from).collect();
+    let local_after = after.iter().filter(|a| a.home == Some(a.node)).count();
+    Ok(OracleRun { log, after: after.len(), local_after, stray })
+}
+
 fn main() -> ExitCode {
     let Some(spec) = GuestSpec::from_cmdline() else {
         eprintln!("numa_vm_worklist: not inside the emulated machine; run `cargo xtask numa-vm`");
@@ -283,5 +392,51 @@ fn main() -> ExitCode {
         }
         Ok(())
     });
+    s.check("the oracle applied: no move when the pages are where their accessor is, and still a choice", || {
+        let run = oracle_run(threads, 0)?;
+        let log = &run.log;
+        println!(
+            "     chosen at {:?} ns, {} moves, {:?} workers held, {} of {} sampled accesses after it local",
+            log.oracle_chosen_ns,
+            log.moves.len(),
+            log.held_workers,
+            run.local_after,
+            run.after
+        );
+        if !log.moves.is_empty() || log.oracle_chosen_ns.is_none() || log.held_workers.is_none() {
+            return Err(format!("want a choice with no move: {log:?}"));
+        }
+        if run.stray != 0 || run.after == 0 || run.local_after != run.after {
+            return Err(format!(
+                "{} of {} sampled accesses after the choice local, {} outside the blocks",
+                run.local_after, run.after, run.stray
+            ));
+        }
+        Ok(())
+    });
+    if threads > 1 {
+        s.check("the oracle applied: every block moves to its accessor's node", || {
+            let run = oracle_run(threads, 1)?;
+            let log = &run.log;
+            println!(
+                "     {} moves ({} refused, {:?} still there at the end), {} of {} sampled accesses after them local",
+                log.moves.len(),
+                log.failed,
+                log.still_there,
+                run.local_after,
+                run.after
+            );
+            if log.moves.len() != threads * ORACLE_PAGES || log.failed != 0 {
+                return Err(format!("want all {} pages moved: {log:?}", threads * ORACLE_PAGES));
+            }
+            if run.stray != 0 || run.after == 0 || run.local_after != run.after {
+                return Err(format!(
+                    "{} of {} sampled accesses after the moves local, {} outside the blocks",
+                    run.local_after, run.after, run.stray
+                ));
+            }
+            Ok(())
+        });
+    }
     s.finish()
 }
