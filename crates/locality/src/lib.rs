@@ -67,5 +67,5 @@ pub use page_index::PageIndex;
 pub use plan::PlacementPlan;
 pub use profile::{Access, AccessKind, Attribution, Profile, ProfileHeader, Sampling};
 pub use recorder::{Overflow, Recorder};
-pub use report::{LocalityRow, LocalityTable, RowKind, RunLocality, SchemeFigures};
+pub use report::{LocalityRow, LocalityTable, RowKind, RunLocality, SchemeFigures, modelled_label};
 pub use schemes::{Epoch, MigrationRule, Scheme};

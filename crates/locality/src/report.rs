@@ -180,9 +180,10 @@ impl LocalityTable {
                     .collect();
                 for r in runs {
                     for s in &r.modelled {
-                        if !rows.iter().any(|x| x.kind == RowKind::Modelled && x.label == s.scheme.to_string()) {
+                        let label = modelled_label(s.scheme, &r.placement);
+                        if !rows.iter().any(|x| x.kind == RowKind::Modelled && x.label == label) {
                             rows.push(LocalityRow {
-                                label: s.scheme.to_string(),
+                                label,
                                 kind: RowKind::Modelled,
                                 figures: s.figures.clone(),
                                 cost_vs_first_touch: None,
@@ -209,6 +210,33 @@ impl LocalityTable {
     pub fn row(&self, label: &str, kind: RowKind) -> Option<&LocalityRow> {
         self.rows.iter().find(|r| r.label == label && r.kind == kind)
     }
+
+    /// The row of `scheme` modelled on the accesses of the run under
+    /// `placement` (see [`modelled_label`]).
+    pub fn modelled_on(&self, scheme: Scheme, placement: &str) -> Option<&LocalityRow> {
+        self.row(&modelled_label(scheme, placement), RowKind::Modelled)
+    }
+}
+
+/// The label of `scheme`'s row when modelled on the accesses of the run
+/// under `placement`: the scheme's name for first touch's run (the
+/// profiling pass the NUCA study computes its schemes from), else the
+/// scheme's name followed by whose accesses it was modelled on, e.g.
+/// `oracle-high on auto`. A scheme on a policy's own accesses is the best
+/// that scheme could have done for exactly those accesses, so SkelAff's
+/// measured row can be set against it without the difference in the
+/// accessors' mix between two runs.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_locality::{Scheme, modelled_label};
+///
+/// assert_eq!(modelled_label(Scheme::OracleHigh, "first-touch"), "oracle-high");
+/// assert_eq!(modelled_label(Scheme::OracleHigh, "auto"), "oracle-high on auto");
+/// ```
+pub fn modelled_label(scheme: Scheme, placement: &str) -> String {
+    if placement == Scheme::FirstTouch.to_string() { scheme.to_string() } else { format!("{scheme} on {placement}") }
 }
 
 impl fmt::Display for LocalityTable {
@@ -250,7 +278,11 @@ mod tests {
 
     #[test]
     fn rows_are_relative_to_measured_first_touch() {
-        let runs = [run("first-touch", 0, &[Scheme::FirstTouch, Scheme::OracleHigh]), run("bind", 1, &[])];
+        let runs = [
+            run("first-touch", 0, &[Scheme::FirstTouch, Scheme::OracleHigh]),
+            run("bind", 1, &[]),
+            run("auto", 1, &[Scheme::OracleHigh]),
+        ];
         let t = &LocalityTable::gather(&runs)[0];
         let labels: Vec<(&str, RowKind)> = t.rows.iter().map(|r| (r.label.as_str(), r.kind)).collect();
         assert_eq!(
@@ -258,10 +290,20 @@ mod tests {
             [
                 ("first-touch", RowKind::Measured),
                 ("bind", RowKind::Measured),
+                ("auto", RowKind::Measured),
                 ("first-touch", RowKind::Modelled),
-                ("oracle-high", RowKind::Modelled)
+                ("oracle-high", RowKind::Modelled),
+                ("oracle-high on auto", RowKind::Modelled)
             ]
         );
+        // Oracle_High on auto's own accesses (all on node 1 there): page 1
+        // (one access from each node; the tie goes to the lowest node) on
+        // node 0, page 2 on node 1: the same as modelled first touch.
+        let own = t.modelled_on(Scheme::OracleHigh, "auto").unwrap();
+        assert_eq!(own.label, "oracle-high on auto");
+        assert!((own.cost_vs_first_touch.unwrap() - 4.5 / 6.5).abs() < 1e-12);
+        assert_eq!(t.modelled_on(Scheme::OracleHigh, "first-touch").unwrap().label, "oracle-high");
+        assert!(t.modelled_on(Scheme::OracleHigh, "bind").is_none());
         // Measured first touch: all on node 0: local 1 of 3; distance 1+2+2 = 5; loads [3,0]: excess 1.5.
         // Bind to node 1: local 2 of 3; distance 2+1+1 = 4; excess 1.5.
         let bind = t.row("bind", RowKind::Measured).unwrap();

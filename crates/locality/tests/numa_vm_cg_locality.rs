@@ -228,8 +228,13 @@ fn run(
     let profile = profile.attribute_at_end().map_err(|e| e.to_string())?;
     let intended = intended(&trace, masa, placement, main_node);
     drop(cg);
-    let schemes: Vec<Scheme> =
-        if placement == ArrayPlacement::FirstTouch { Scheme::all().collect() } else { Vec::new() };
+    // Oracle_High also on MASA's own accesses (the best static placement of
+    // exactly the accesses its run made).
+    let schemes: Vec<Scheme> = match placement {
+        ArrayPlacement::FirstTouch => Scheme::all().collect(),
+        ArrayPlacement::Masa => vec![Scheme::OracleHigh],
+        _ => Vec::new(),
+    };
     let model = CostModel::default();
     let line =
         RunLocality::from_profile(&profile, &schemes, &MigrationRule::default(), &model).map_err(|e| e.to_string())?;

@@ -471,9 +471,14 @@ fn run(
     header.app = app.name.to_owned();
     header.placement = format!("{policy}{suffix}");
     let p = Profile::new(header, accesses).map_err(|e| e.to_string())?;
-    // The NUCA study's schemes, modelled from the first-touch run's profile.
-    let schemes: Vec<Scheme> =
-        if policy == PagePolicy::FirstTouch && suffix.is_empty() { Scheme::all().collect() } else { Vec::new() };
+    // The NUCA study's schemes, modelled from the first-touch run's profile;
+    // Oracle_High also on SkelAff's own runs' accesses (the best static
+    // placement of exactly the accesses SkelAff's run made).
+    let schemes: Vec<Scheme> = match (policy, extra) {
+        (PagePolicy::FirstTouch, Extra::None) => Scheme::all().collect(),
+        (PagePolicy::Auto, Extra::None | Extra::Affinity) => vec![Scheme::OracleHigh],
+        _ => Vec::new(),
+    };
     let model = CostModel::default();
     let line = RunLocality::from_profile(&p, &schemes, &MigrationRule::default(), &model).map_err(|e| e.to_string())?;
     if emit {
