@@ -219,7 +219,12 @@ fn affinity_run(threads: usize, on: bool) -> Result<AffinityRun, String> {
 /// Pages per worker's block of the oracle check.
 const ORACLE_PAGES: usize = 4;
 /// Words per page.
-const WORDS: usize = 4096 / 8;
+const WORDS: usize = 4096 / std::mem::size_of::<TVar<u64>>();
+/// Each unit's work besides its updates: long enough that the oracle's
+/// stretch spans many of the host's scheduling slices, so every emulated
+/// CPU (four of them on two host cores under TCG) runs units of its own
+/// before the oracle chooses, and every block is sampled by then.
+const UNIT_WORK: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Each worker updates, in every unit, one word on each page of its own
 /// block of transactional variables, whatever the unit.
@@ -231,10 +236,17 @@ struct OwnBlocks<'v> {
 
 impl Skeleton for OwnBlocks<'_> {
     type Unit = u64;
-    type Shared = ();
+    /// Workers past `init_worker` (each waits there for the others, so no
+    /// worker's units all run before another worker has started).
+    type Shared = std::sync::atomic::AtomicUsize;
     type PerWorker = Option<usize>;
 
-    fn init_worker(&self, _: &(), w: &WorkerInfo) -> Option<usize> {
+    fn init_worker(&self, ready: &Self::Shared, w: &WorkerInfo) -> Option<usize> {
+        use std::sync::atomic::Ordering;
+        ready.fetch_add(1, Ordering::SeqCst);
+        while ready.load(Ordering::SeqCst) < w.threads {
+            std::thread::yield_now();
+        }
         w.node.and_then(|n| self.nodes.iter().position(|&m| m == n))
     }
 
@@ -243,10 +255,14 @@ impl Skeleton for OwnBlocks<'_> {
         tx: &mut X,
         &u: &u64,
         block: &mut Option<usize>,
-        _: &(),
+        _: &Self::Shared,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let Some(b) = *block else { return Ok(()) };
+        let start = std::time::Instant::now();
+        while start.elapsed() < UNIT_WORK {
+            std::hint::spin_loop();
+        }
         for page in 0..ORACLE_PAGES {
             let v = &self.vars[(b * ORACLE_PAGES + page) * WORDS + (u as usize % WORDS)];
             let x = tx.read(v)?;
@@ -275,8 +291,9 @@ fn oracle_run(threads: usize, shift: usize) -> Result<OracleRun, String> {
     let nodes: Vec<usize> = Topology::get().map_err(|e| e.to_string())?.nodes_with_cpus().iter().collect();
     let words = nodes.len() * ORACLE_PAGES * WORDS;
     let backing: Vec<TVar<u64>> = (0..words + WORDS).map(|_| TVar::new(0)).collect();
-    let skip = (backing.as_ptr() as usize).next_multiple_of(4096) - backing.as_ptr() as usize;
-    let vars = &backing[skip / 8..skip / 8 + words];
+    let skip = ((backing.as_ptr() as usize).next_multiple_of(4096) - backing.as_ptr() as usize)
+        / std::mem::size_of::<TVar<u64>>();
+    let vars = &backing[skip..skip + words];
     let moves: Vec<(*const u8, usize)> = (0..nodes.len() * ORACLE_PAGES)
         .map(|p| (vars[p * WORDS..].as_ptr().cast::<u8>(), nodes[(p / ORACLE_PAGES + shift) % nodes.len()]))
         .collect();
@@ -290,12 +307,13 @@ fn oracle_run(threads: usize, shift: usize) -> Result<OracleRun, String> {
     }
     let units = 64 * threads as u64;
     let skel = OwnBlocks { vars, nodes };
+    let ready = std::sync::atomic::AtomicUsize::new(0);
     let mut wl = Builder::new()
         .threads(threads)
         .policy(PagePolicy::FirstTouch)
         .access_profile(Some(skelaff_locality::Sampling::new(1, 1 << 14).map_err(|e| e.to_string())?))
         .oracle(Some(OracleStretch::units(units / 4)))
-        .build(&skel, &())
+        .build(&skel, &ready)
         .map_err(|e| e.to_string())?;
     wl.add_work_units(0..units);
     let report = wl.run().map_err(|e| e.to_string())?;
