@@ -40,7 +40,7 @@ use std::time::Instant;
 use clap::Parser;
 use serde::Serialize;
 use skelaff::numa;
-use skelaff::stm::{self, AbortReason, Assist, Config, Stats, TVar, Throttle, TxOps};
+use skelaff::stm::{self, AbortReason, Assist, Config, Mode, Stats, TVar, Throttle, TxOps};
 
 /// How a run's transactions are assisted (`--assist`): plain, or with an
 /// auxiliary thread and a set of throttling levers (each lever alone, so
@@ -66,10 +66,12 @@ impl AssistMode {
         AssistMode::On(Throttle { help_when_full: true, ..Self::LEVER }),
     ];
 
-    fn apply(self, cfg: Config) -> Config {
+    /// One run with `base`'s settings in this mode (plain, or assisted
+    /// with these levers: the transaction's mode is its type).
+    fn run(self, args: &Args, base: &Config) -> Option<Run> {
         match self {
-            AssistMode::Off => cfg.assist(Assist::Off),
-            AssistMode::On(levers) => cfg.assist(Assist::Validation).throttle(levers),
+            AssistMode::Off => run_once(args, base),
+            AssistMode::On(levers) => run_once(args, &base.assisted().throttle(levers)),
         }
     }
 
@@ -304,7 +306,7 @@ struct ThreadOut {
 /// Words of each thread's private array for the N_local accesses.
 const LOCAL_WORDS: usize = 1024;
 
-fn worker(a: &Args, cfg: &Config, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
+fn worker<M: Mode>(a: &Args, cfg: &Config<M>, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
     if !a.no_pin {
         if let Ok(topo) = numa::Topology::get() {
             if let Some(cpu) = topo.allowed_cpus().iter().nth(t % topo.allowed_cpus().len().max(1)) {
@@ -312,7 +314,7 @@ fn worker(a: &Args, cfg: &Config, t: usize, hot: &[TVar<u64>]) -> ThreadOut {
             }
         }
     }
-    if cfg.assist != Assist::Off {
+    if cfg.assist() != Assist::Off {
         if let Err(e) = stm::assist_pairing(cfg.placement) {
             eprintln!("eigenbench: worker {t}: {e}");
         }
@@ -402,7 +404,7 @@ struct Run {
     ok: bool,
 }
 
-fn run_once(args: &Args, cfg: &Config) -> Option<Run> {
+fn run_once<M: Mode>(args: &Args, cfg: &Config<M>) -> Option<Run> {
     let hot: Vec<TVar<u64>> = (0..args.a1).map(|_| TVar::new(0)).collect();
     let t0 = Instant::now();
     let outs: Vec<ThreadOut> = std::thread::scope(|s| {
@@ -446,7 +448,7 @@ fn calibrate_nopo(args: &Args, base: &Config, ep: f64) -> u32 {
     probe.nopo = 0;
     probe.r3o = 0;
     probe.w3o = 0;
-    let plain = base.assist(Assist::Off);
+    let plain = *base;
     std::thread::scope(|s| {
         s.spawn(|| {
             let _ = run_once(&probe, &plain); // warm-up
@@ -557,7 +559,7 @@ fn main() -> ExitCode {
     }
     for round in 0..args.repeat {
         for (m, mode) in modes.iter().enumerate() {
-            let Some(run) = run_once(&args, &mode.apply(base)) else {
+            let Some(run) = mode.run(&args, &base) else {
                 eprintln!("eigenbench: a worker thread panicked");
                 return ExitCode::FAILURE;
             };

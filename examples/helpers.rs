@@ -249,12 +249,12 @@ impl Skeleton for Segments {
     type Shared = ();
     type PerWorker = ();
     fn init_worker(&self, _: &(), _: &WorkerInfo) {}
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         _: &u64,
         _: &mut (),
-        _: &(),
+        _: &'t (),
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         for _ in 0..self.segments {

@@ -86,12 +86,12 @@ impl Skeleton for Chase {
     type Shared = TVar<u64>;
     type PerWorker = ();
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         _: &mut (),
-        total: &TVar<u64>,
+        total: &'t TVar<u64>,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let mut at = self.start(u);

@@ -22,12 +22,12 @@ impl Skeleton for Empty {
     fn init_worker(&self, _: &(), _: &WorkerInfo) -> u64 {
         0
     }
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         _: &mut X,
         u: &u64,
         seen: &mut u64,
-        _: &(),
+        _: &'t (),
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         *seen = seen.wrapping_add(black_box(*u));

@@ -114,6 +114,11 @@ where
     }
 
     #[inline]
+    fn sampled(&self, side: &WorkerSide) -> bool {
+        side.sampling != 0
+    }
+
+    #[inline]
     fn restarted(&self, ch: &HelperChannel<S::Unit>, side: &mut WorkerSide) {
         ch.restarted(side);
     }

@@ -377,7 +377,11 @@ impl Drop for ShadowTx<'_> {
     }
 }
 
-impl TxOps for ShadowTx<'_> {
+// Any `'tcell`: a shadow's writes go to its log and are never stored
+// through the variable's address, so a variable that dies early costs at
+// most a stale log entry (a wrong value in a speculative run, which is
+// allowed), never a store to freed memory.
+impl<'tcell> TxOps<'tcell> for ShadowTx<'_> {
     #[inline]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
         self.charge()?;
@@ -398,7 +402,7 @@ impl TxOps for ShadowTx<'_> {
     }
 
     #[inline]
-    fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError> {
+    fn write<T: Word>(&mut self, var: &'tcell TVar<T>, value: T) -> Result<(), TxError> {
         self.charge()?;
         self.hint(var);
         match self.log.insert(var.addr(), value.to_word()) {

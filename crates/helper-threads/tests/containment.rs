@@ -35,6 +35,9 @@ enum Mischief {
 struct Naughty {
     mischief: Mischief,
     cells: Vec<TVar<u64>>,
+    /// More variables than the shadow's write log holds (written only by a
+    /// shadow, whose writes stay in its log).
+    flood: Vec<TVar<u64>>,
     /// Shadows that reached their mischief (test instrumentation: the
     /// worker waits a little for them, so that shadows get to misbehave
     /// rather than being overtaken, even on a loaded machine).
@@ -58,12 +61,12 @@ impl Skeleton for Naughty {
         IsHelper(true)
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         local: &mut IsHelper,
-        sum: &TVar<u64>,
+        sum: &'t TVar<u64>,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let c = tx.read(&self.cells[(u % 4) as usize])?;
@@ -101,8 +104,7 @@ impl Skeleton for Naughty {
                     std::hint::black_box(tx.read(&self.cells[1]).unwrap_or(0));
                 },
                 Mischief::FloodLog => {
-                    let flood: Vec<TVar<u64>> = (0..100).map(TVar::new).collect();
-                    for v in &flood {
+                    for v in &self.flood {
                         tx.write(v, 1)?;
                     }
                 }
@@ -118,6 +120,7 @@ fn run(mischief: Mischief, helpers: Helpers) -> (u64, RunReport) {
     let skel = Naughty {
         mischief,
         cells: (0..4).map(|i| TVar::new(i * 10)).collect(),
+        flood: (0..100).map(TVar::new).collect(),
         entered: AtomicU64::new(0),
         helpers: helpers != Helpers::Off,
     };

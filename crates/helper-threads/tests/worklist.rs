@@ -37,12 +37,12 @@ impl Skeleton for Bank {
         0
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &(depth, id): &(u32, u64),
         attempts: &mut u64,
-        _: &(),
+        _: &'t (),
         ctx: &mut ProcessCtx<(u32, u64)>,
     ) -> Result<(), TxError> {
         *attempts += 1;
@@ -127,12 +127,12 @@ impl Skeleton for Endless {
         true
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         is_helper: &mut bool,
-        sum: &TVar<u64>,
+        sum: &'t TVar<u64>,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if *is_helper {
@@ -276,12 +276,12 @@ impl Skeleton for Chains {
     fn init_helper(&self, _: &TVar<u64>, _: &WorkerInfo) -> bool {
         true
     }
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         is_helper: &mut bool,
-        sum: &TVar<u64>,
+        sum: &'t TVar<u64>,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if *is_helper {
@@ -375,12 +375,12 @@ impl Skeleton for Churn {
     fn init_helper(&self, _: &(), _: &WorkerInfo) -> bool {
         true
     }
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         is_helper: &mut bool,
-        _: &(),
+        _: &'t (),
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if *is_helper {
@@ -445,12 +445,12 @@ impl Skeleton for WhereHelpersRun {
         self.helper_masks.lock().push((worker.index, mask));
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         _: &u64,
         _: &mut (),
-        _: &(),
+        _: &'t (),
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let v = tx.read(&self.counter)?;

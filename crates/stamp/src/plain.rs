@@ -82,14 +82,15 @@ impl Drop for UninstrumentedTx {
     }
 }
 
-impl TxOps for UninstrumentedTx {
+// Any `'tcell`: writes store at once, through a borrow that is live.
+impl<'tcell> TxOps<'tcell> for UninstrumentedTx {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
         Ok(T::from_word(var.cell().load(Ordering::Relaxed)))
     }
 
     #[inline(always)]
-    fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError> {
+    fn write<T: Word>(&mut self, var: &'tcell TVar<T>, value: T) -> Result<(), TxError> {
         var.cell().store(value.to_word(), Ordering::Relaxed);
         Ok(())
     }

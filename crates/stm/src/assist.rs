@@ -187,7 +187,7 @@ pub enum AssistUnavailable {
 /// ```
 /// use skelaff_stm::{assist_pairing, atomically_with, Assist, AuxPlacement, Config, TVar, TxOps};
 ///
-/// let cfg = Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere);
+/// let cfg = Config::new().assisted().placement(AuxPlacement::Anywhere);
 /// std::thread::spawn(move || {
 ///     assert!(assist_pairing(AuxPlacement::Anywhere).is_ok());
 ///     let v = TVar::new(1u32);

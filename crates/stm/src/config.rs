@@ -1,12 +1,15 @@
-//! Transaction configuration: the contention manager and its names, and
-//! the assisted-execution settings (see [`assist`](crate::assist)).
+//! Transaction configuration: the contention manager and its names, the
+//! transaction's [`Mode`] and the assisted-execution settings (see
+//! [`assist`](crate::assist)).
 
+use core::marker::PhantomData;
 use core::str::FromStr;
 
 use strum::VariantNames;
 
 use crate::assist::{Assist, AuxPlacement, Throttle};
 use crate::error::ConfigError;
+use crate::mode::{Mode, Plain};
 
 /// What a transaction does after a conflict, before it runs again.
 ///
@@ -71,7 +74,11 @@ impl FromStr for ContentionManager {
     }
 }
 
-/// How [`atomically_with`](crate::atomically_with) runs a transaction.
+/// How [`atomically_with`](crate::atomically_with) runs a transaction: the
+/// contention manager, and the transaction's [`Mode`] as a type parameter
+/// (plain by default; [`Config::sampled`] and [`Config::assisted`] switch
+/// it on, with the assisted mode's throttling levers and auxiliary
+/// placement here too).
 ///
 /// # Examples
 ///
@@ -84,58 +91,81 @@ impl FromStr for ContentionManager {
 /// # Ok::<(), skelaff_stm::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config {
+pub struct Config<M: Mode = Plain> {
     /// The contention manager (default [`ContentionManager::Suicide`]).
     pub contention: ContentionManager,
-    /// Whether an auxiliary thread validates the reads (default
-    /// [`Assist::Off`]: plain).
-    pub assist: Assist,
     /// The throttling levers of assisted mode (default: none).
     pub throttle: Throttle,
-    /// Where the auxiliary thread runs (default
+    /// Where the auxiliary thread of assisted mode runs (default
     /// [`AuxPlacement::SharedCache`]).
     pub placement: AuxPlacement,
+    mode: PhantomData<M>,
 }
 
-impl Config {
-    /// The default: suicide, plain (no auxiliary thread).
+impl Config<Plain> {
+    /// The default: suicide, plain (no sampling, no auxiliary thread).
     pub const DEFAULT: Config = Config {
         contention: ContentionManager::Suicide,
-        assist: Assist::Off,
         throttle: Throttle::NONE,
         placement: AuxPlacement::SharedCache,
+        mode: PhantomData,
     };
 
     /// The default configuration.
     pub const fn new() -> Self {
         Self::DEFAULT
     }
+}
 
+impl<M: Mode> Config<M> {
     /// With contention manager `cm`.
     pub const fn contention(mut self, cm: ContentionManager) -> Self {
         self.contention = cm;
         self
     }
 
-    /// With assist mode `assist`.
+    /// The same settings in mode `N` (for code that picks the mode at run
+    /// time: see [`with_mode`](crate::with_mode)).
+    pub const fn mode<N: Mode>(self) -> Config<N> {
+        Config { contention: self.contention, throttle: self.throttle, placement: self.placement, mode: PhantomData }
+    }
+
+    /// With the access sampler on: every access of these transactions
+    /// ticks the thread's [`sampler`](crate::sampler).
+    pub const fn sampled(self) -> Config<M::WithSampling> {
+        self.mode()
+    }
+
+    /// With assisted validation ([`Assist::Validation`]): an auxiliary
+    /// thread validates the reads (STM²; see [`assist`](crate::assist)).
     ///
     /// # Examples
     ///
     /// ```
-    /// use skelaff_stm::{atomically_with, Assist, AuxPlacement, Config, TVar, TxOps};
+    /// use skelaff_stm::{atomically_with, AuxPlacement, Config, TVar, TxOps};
     ///
     /// // `Anywhere`: this example may run where no CPU is free for a pinned
     /// // auxiliary (with the default placement it would then run plain).
-    /// let cfg = Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere);
+    /// let cfg = Config::new().assisted().placement(AuxPlacement::Anywhere);
     /// let v = TVar::new(0u64);
     /// for _ in 0..100 {
     ///     atomically_with(&cfg, |tx| tx.update(&v, |x| x + 1));
     /// }
     /// assert_eq!(v.load(), 100);
     /// ```
-    pub const fn assist(mut self, assist: Assist) -> Self {
-        self.assist = assist;
-        self
+    pub const fn assisted(self) -> Config<M::WithAssist> {
+        self.mode()
+    }
+
+    /// Whether these transactions are sampled (the mode's [`Mode::SAMPLED`]).
+    pub const fn is_sampled(&self) -> bool {
+        M::SAMPLED
+    }
+
+    /// Whether these transactions ask for an auxiliary thread: their
+    /// [`Assist`] setting.
+    pub const fn assist(&self) -> Assist {
+        if M::ASSISTED { Assist::Validation } else { Assist::Off }
     }
 
     /// With throttling levers `throttle` (for assisted mode).

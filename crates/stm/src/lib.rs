@@ -7,6 +7,7 @@ mod engine;
 mod erased;
 pub mod error;
 pub mod lockword;
+pub mod mode;
 mod primitive;
 // The protocol without the runtime: public in loom builds only, for the
 // models in tests/loom.rs (see the module docs).
@@ -28,6 +29,7 @@ pub use config::{Config, ContentionManager};
 pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
 pub use erased::ErasedBox;
 pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
+pub use mode::{Assisted, Mode, ModeFn, Plain, Sampled, SampledAssisted, mode_name, with_mode};
 pub use runtime::api::{atomically, atomically_with, startup, try_atomically, try_atomically_with};
 pub use runtime::guard::{EpochGuard, epoch_guard};
 pub use runtime::registry::MAX_THREADS;

@@ -1,20 +1,26 @@
 //! The access sampler's switch: per thread, record every n-th
 //! transactional access, for page-access footprints.
 //!
-//! When enabled on a thread, every `period`-th transactional read or write
-//! of that thread is recorded as (address of the `TVar`, read or write),
-//! up to `capacity` records; later samples are counted as dropped until
-//! the records are taken. Disabled, it costs one predictable branch per
+//! When enabled on a thread, every `period`-th read or write of that
+//! thread's *sampled* transactions (those run with a [`Sampled`] mode
+//! configuration, `Config::new().sampled()`) is recorded as (address of
+//! the `TVar`, read or write), up to `capacity` records; later samples are
+//! counted as dropped until the records are taken. Plain transactions
+//! have no sampler code in their accesses (see [`mode`](crate::mode));
+//! in a sampled one, a disabled sampler costs one predictable branch per
 //! access.
+//!
+//! [`Sampled`]: crate::Sampled
 //!
 //! # Examples
 //!
 //! ```
-//! use skelaff_stm::{atomically, sampler, TVar, TxOps};
+//! use skelaff_stm::{atomically_with, sampler, Config, TVar, TxOps};
 //!
 //! let v = TVar::new(0u64);
+//! let sampled = Config::new().sampled();
 //! sampler::enable(1, 16)?;
-//! atomically(|tx| tx.update(&v, |x| x + 1));
+//! atomically_with(&sampled, |tx| tx.update(&v, |x| x + 1));
 //! let s = sampler::take()?;
 //! sampler::disable()?;
 //! assert!(s.accesses.iter().any(|a| a.addr == v.addr() && a.kind == sampler::AccessKind::Write));
@@ -81,13 +87,14 @@ pub fn take() -> Result<Samples, SamplerError> {
 /// # Examples
 ///
 /// ```
-/// use skelaff_stm::{atomically, sampler, TVar, TxOps};
+/// use skelaff_stm::{atomically_with, sampler, Config, TVar, TxOps};
 ///
 /// let v = TVar::new(0u64);
+/// let sampled = Config::new().sampled();
 /// let mut samples = sampler::Samples::default();
 /// sampler::enable(2, 16)?;
 /// for _ in 0..3 {
-///     atomically(|tx| tx.update(&v, |x| x + 1)); // a read and a write
+///     atomically_with(&sampled, |tx| tx.update(&v, |x| x + 1)); // a read and a write
 ///     sampler::take_into(&mut samples)?;
 ///     assert_eq!(samples.seen, 2);
 /// }

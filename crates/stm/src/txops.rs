@@ -20,6 +20,31 @@ use crate::word::{TPtr, Word};
 /// Every fallible method returns [`TxError`]; propagate it with `?` and
 /// return it from the transaction's closure.
 ///
+/// # The lifetime `'tcell`
+///
+/// The real STM stores a transaction's writes at commit, through the
+/// addresses the writes recorded. So every variable a transaction writes
+/// must outlive the transaction, and the types say so: an implementation
+/// of `TxOps<'tcell>` writes only `&'tcell TVar`s, and the transaction
+/// [`atomically`](crate::atomically) hands its closure is a
+/// [`Tx<'tcell>`](crate::Tx) whose `'tcell` outlives the whole call. A
+/// variable borrowed from outside the closure qualifies, and so does one
+/// inside a transactional object (alive while any transaction that reached
+/// it runs); a `TVar` the closure makes itself does not, and writing it
+/// does not compile:
+///
+/// ```compile_fail,E0597
+/// use skelaff_stm::{atomically, TVar, TxOps};
+///
+/// atomically(|tx| {
+///     let v = TVar::new(0u64); // dropped when the closure returns, before commit
+///     tx.write(&v, 1)
+/// });
+/// ```
+///
+/// Reads take any borrow: a read records the variable's lock, never its
+/// address.
+///
 /// # Examples
 ///
 /// A function that works in any transaction:
@@ -27,7 +52,7 @@ use crate::word::{TPtr, Word};
 /// ```
 /// use skelaff_stm::{atomically, TVar, TxError, TxOps};
 ///
-/// fn transfer<X: TxOps>(tx: &mut X, from: &TVar<u64>, to: &TVar<u64>, n: u64) -> Result<bool, TxError> {
+/// fn transfer<'t, X: TxOps<'t>>(tx: &mut X, from: &'t TVar<u64>, to: &'t TVar<u64>, n: u64) -> Result<bool, TxError> {
 ///     let f = tx.read(from)?;
 ///     if f < n {
 ///         return Ok(false);
@@ -43,7 +68,7 @@ use crate::word::{TPtr, Word};
 /// assert!(!atomically(|tx| transfer(tx, &a, &b, 3)));
 /// assert_eq!((a.load(), b.load()), (2, 3));
 /// ```
-pub trait TxOps {
+pub trait TxOps<'tcell> {
     /// Reads `var` as of the transaction's snapshot (or the value it wrote).
     ///
     /// # Errors
@@ -53,17 +78,14 @@ pub trait TxOps {
 
     /// Writes `value` to `var`, visible to others when the transaction commits.
     ///
-    /// Variables written must outlive the transaction: the real STM stores
-    /// the value at commit through `var`'s address. Variables borrowed from
-    /// outside the closure and variables inside transactional objects do;
-    /// a `TVar` that the closure creates and then drops or moves before it
-    /// returns does not, and must not be written (a known gap of this safe
-    /// method: see the crate README, "Soundness").
+    /// `var` is borrowed for `'tcell`, which outlives the transaction: the
+    /// real STM stores the value at commit through `var`'s address (see
+    /// ["The lifetime `'tcell`"](TxOps#the-lifetime-tcell)).
     ///
     /// # Errors
     ///
     /// A stop (a shadow whose log is full); the real STM never fails here.
-    fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError>;
+    fn write<T: Word>(&mut self, var: &'tcell TVar<T>, value: T) -> Result<(), TxError>;
 
     /// Moves `value` to the heap as a transactional object. If the
     /// transaction aborts, the object is dropped again.
@@ -99,7 +121,7 @@ pub trait TxOps {
     ///
     /// As [`TxOps::read`] and [`TxOps::write`].
     #[inline]
-    fn update<T: Word>(&mut self, var: &TVar<T>, f: impl FnOnce(T) -> T) -> Result<T, TxError> {
+    fn update<T: Word>(&mut self, var: &'tcell TVar<T>, f: impl FnOnce(T) -> T) -> Result<T, TxError> {
         let v = f(self.read(var)?);
         self.write(var, v)?;
         Ok(v)
@@ -113,7 +135,7 @@ impl<T: Word> TVar<T> {
     ///
     /// The transaction's signal to stop (a conflict); propagate it with `?`.
     #[inline(always)]
-    pub fn read<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<T, TxError> {
+    pub fn read<'tcell, X: TxOps<'tcell> + ?Sized>(&self, tx: &mut X) -> Result<T, TxError> {
         tx.read(self)
     }
 
@@ -123,7 +145,7 @@ impl<T: Word> TVar<T> {
     ///
     /// The transaction's signal to stop; propagate it with `?`.
     #[inline(always)]
-    pub fn write<X: TxOps + ?Sized>(&self, tx: &mut X, value: T) -> Result<(), TxError> {
+    pub fn write<'tcell, X: TxOps<'tcell> + ?Sized>(&'tcell self, tx: &mut X, value: T) -> Result<(), TxError> {
         tx.write(self, value)
     }
 }

@@ -147,6 +147,19 @@ word_nonzero!(
 /// It is `Copy` and compares by address. Dereferencing is `unsafe`
 /// ([`TPtr::get`]): the pointer itself says nothing about whether the
 /// object is still alive.
+///
+/// A `TPtr<T>` is a [`Word`] (it can sit in a `TVar`, which every thread
+/// may read) only when `T: Send + Sync`: every thread that reads the
+/// variable reaches the object by shared reference, and the thread that
+/// frees it (reclamation runs on any thread) drops it. So a pointer to a
+/// `Cell` cannot be shared through a `TVar`:
+///
+/// ```compile_fail,E0277
+/// use std::cell::Cell;
+/// use skelaff_stm::{TPtr, TVar};
+///
+/// let v: TVar<Option<TPtr<Cell<u8>>>> = TVar::new(None);
+/// ```
 pub struct TPtr<T> {
     ptr: NonNull<T>,
     _owns: PhantomData<T>,
@@ -229,7 +242,10 @@ impl<T> TPtr<T> {
     ///
     /// # Safety
     ///
-    /// The object must be alive for `'a`. That holds when:
+    /// The object must be alive for `'a`, and the reference must be used only
+    /// where `&T` may be: on the thread that owns the object, or on any
+    /// thread when `T: Sync` (a `TPtr` read from a `TVar` always is one:
+    /// only `T: Send + Sync` pointers are [`Word`]s). Aliveness holds when:
     ///
     /// - the pointer was read from a `TVar` (or allocated) by the transaction
     ///   that is running now, and the reference is not used after that
@@ -263,7 +279,7 @@ impl<T> TPtr<T> {
     }
 }
 
-impl<T: 'static> Word for TPtr<T> {
+impl<T: Send + Sync + 'static> Word for TPtr<T> {
     #[inline(always)]
     fn to_word(self) -> u64 {
         self.addr() as u64
@@ -274,7 +290,7 @@ impl<T: 'static> Word for TPtr<T> {
     }
 }
 
-impl<T: 'static> Word for Option<TPtr<T>> {
+impl<T: Send + Sync + 'static> Word for Option<TPtr<T>> {
     #[inline(always)]
     fn to_word(self) -> u64 {
         self.map_or(0, |p| p.addr() as u64)

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use skelaff_stm::{Assist, AuxPlacement, Config, TVar, Throttle, TxOps, atomically_with};
+use skelaff_stm::{AuxPlacement, Config, Mode, TVar, Throttle, TxOps, atomically_with};
 
 const ACCOUNTS: usize = 4;
 const INITIAL: u64 = 100;
@@ -15,7 +15,7 @@ const INITIAL: u64 = 100;
 /// Two threads move money between four accounts (many conflicts: a commit
 /// whose stale reads went unvalidated would create or destroy money, or
 /// lose a `touched` count), while a third sums the accounts.
-fn transfers(cfg: &Config, per_thread: u64) {
+fn transfers<M: Mode>(cfg: &Config<M>, per_thread: u64) {
     let balances: Vec<TVar<u64>> = (0..ACCOUNTS).map(|_| TVar::new(INITIAL)).collect();
     let touched = TVar::new(0u64);
     let broken = AtomicU64::new(0);
@@ -60,7 +60,7 @@ fn transfers(cfg: &Config, per_thread: u64) {
 
 #[test]
 fn a_sleeping_or_panicking_auxiliary_neither_hangs_nor_lets_a_stale_commit_through() {
-    let cfg = Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(Throttle::ALL);
+    let cfg = Config::new().assisted().placement(AuxPlacement::Anywhere).throttle(Throttle::ALL);
     // Healthy auxiliaries first: the same check passes.
     transfers(&cfg, 20_000);
 

@@ -9,12 +9,12 @@ use std::collections::BTreeSet;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use skelaff_stm::{Assist, AssistUnavailable, AuxPlacement, Config, TVar, TxOps, assist_pairing, atomically_with};
+use skelaff_stm::{AssistUnavailable, AuxPlacement, Config, TVar, TxOps, assist_pairing, atomically_with};
 
 #[test]
 fn a_thread_without_a_free_cpu_is_told_and_runs_plain() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cfg = Config::new().assist(Assist::Validation).placement(AuxPlacement::SharedCache);
+    let cfg = Config::new().assisted().placement(AuxPlacement::SharedCache);
     let counter = TVar::new(0u64);
     let (results, rx) = mpsc::channel();
     // Every live pair holds its CPUs until the end of the scope.

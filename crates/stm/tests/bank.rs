@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use skelaff_stm::{Assist, AuxPlacement, Config, ContentionManager, TVar, Throttle, TxOps, atomically_with};
+use skelaff_stm::{Assisted, AuxPlacement, Config, ContentionManager, Mode, TVar, Throttle, TxOps, atomically_with};
 
 const ACCOUNTS: usize = 64;
 const INITIAL: u64 = 1_000;
@@ -22,11 +22,11 @@ struct Account {
 
 /// Assisted mode (an auxiliary thread per transaction thread), unpinned so
 /// that it runs on any machine, with every throttling lever or none.
-fn assisted(throttle: Throttle) -> Config {
-    Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(throttle)
+fn assisted(throttle: Throttle) -> Config<Assisted> {
+    Config::new().assisted().placement(AuxPlacement::Anywhere).throttle(throttle)
 }
 
-fn run_bank(cfg: Config, transfers: usize) {
+fn run_bank<M: Mode>(cfg: Config<M>, transfers: usize) {
     let accounts: Vec<Account> =
         (0..ACCOUNTS).map(|_| Account { balance: TVar::new(INITIAL), touched: TVar::new(0) }).collect();
     let done = AtomicBool::new(false);

@@ -41,9 +41,9 @@ impl From<TxError> for Abort {
 
 /// A map the harness can drive: every collection's map API is the same.
 trait MapUnderTest {
-    fn insert(&self, tx: &mut skelaff_stm::Tx, k: u16, v: u32) -> Result<Option<u32>, TxError>;
-    fn remove(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError>;
-    fn get(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError>;
+    fn insert<'t>(&'t self, tx: &mut skelaff_stm::Tx<'t>, k: u16, v: u32) -> Result<Option<u32>, TxError>;
+    fn remove<'t>(&'t self, tx: &mut skelaff_stm::Tx<'t>, k: u16) -> Result<Option<u32>, TxError>;
+    fn get<'t>(&'t self, tx: &mut skelaff_stm::Tx<'t>, k: u16) -> Result<Option<u32>, TxError>;
     fn sorted(&self) -> Vec<(u16, u32)>;
     fn check(&self);
 }
@@ -75,13 +75,13 @@ macro_rules! map_under_test {
     };
     ($t:ty, $sorted:expr, $check:expr) => {
         impl MapUnderTest for $t {
-            fn insert(&self, tx: &mut skelaff_stm::Tx, k: u16, v: u32) -> Result<Option<u32>, TxError> {
+            fn insert<'t>(&'t self, tx: &mut skelaff_stm::Tx<'t>, k: u16, v: u32) -> Result<Option<u32>, TxError> {
                 <$t>::insert(self, tx, k, v)
             }
-            fn remove(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError> {
+            fn remove<'t>(&'t self, tx: &mut skelaff_stm::Tx<'t>, k: u16) -> Result<Option<u32>, TxError> {
                 <$t>::remove(self, tx, &k)
             }
-            fn get(&self, tx: &mut skelaff_stm::Tx, k: u16) -> Result<Option<u32>, TxError> {
+            fn get<'t>(&'t self, tx: &mut skelaff_stm::Tx<'t>, k: u16) -> Result<Option<u32>, TxError> {
                 <$t>::get(self, tx, &k)
             }
             #[allow(clippy::redundant_closure_call)]

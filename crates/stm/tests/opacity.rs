@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use skelaff_stm::{Assist, AuxPlacement, Config, TVar, Throttle, TxOps, atomically_with};
+use skelaff_stm::{Assisted, AuxPlacement, Config, Mode, TVar, Throttle, TxOps, atomically_with};
 
 const VARS: usize = 8;
 const READER_TXS: u64 = 1_000_000;
@@ -12,8 +12,8 @@ const WRITER_TXS: u64 = 200_000;
 
 /// Assisted mode (an auxiliary thread per transaction thread), unpinned so
 /// that it runs on any machine, with every throttling lever or none.
-fn assisted(throttle: Throttle) -> Config {
-    Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(throttle)
+fn assisted(throttle: Throttle) -> Config<Assisted> {
+    Config::new().assisted().placement(AuxPlacement::Anywhere).throttle(throttle)
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn no_assisted_transaction_ever_sees_a_broken_invariant() {
 
 /// Runs `READER_TXS / scale` readers' and `WRITER_TXS / scale` writers'
 /// transactions with `cfg`.
-fn broken_invariant_never_seen(cfg: &Config, scale: u64) {
+fn broken_invariant_never_seen<M: Mode>(cfg: &Config<M>, scale: u64) {
     let (reader_txs, writer_txs) = (READER_TXS / scale, WRITER_TXS / scale);
     // Invariant: every variable holds the same value, and `offset` is
     // always 0 (a = b) — a torn snapshot would index out of `table`.
@@ -94,7 +94,7 @@ fn a_doomed_assisted_traversal_cannot_loop() {
     doomed_traversal(&assisted(Throttle::ALL), 10_000);
 }
 
-fn doomed_traversal(cfg: &Config, rounds: u64) {
+fn doomed_traversal<M: Mode>(cfg: &Config<M>, rounds: u64) {
     // A ring of 4 indices that writers rotate; a reader follows `next`
     // links for exactly 4 steps and must come back to its start: a mixed
     // snapshot could produce a cycle that never returns.

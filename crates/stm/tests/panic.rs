@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use skelaff_stm::{
-    AbortReason, Assist, AuxPlacement, Config, Stats, TPtr, TVar, Throttle, TxOps, atomically, atomically_with,
+    AbortReason, Assisted, AuxPlacement, Config, Mode, Stats, TPtr, TVar, Throttle, TxOps, atomically, atomically_with,
 };
 
 struct Counted(Arc<AtomicUsize>);
@@ -22,8 +22,8 @@ impl Drop for Counted {
 
 /// Assisted mode (an auxiliary thread per transaction thread), unpinned so
 /// that it runs on any machine, with every throttling lever or none.
-fn assisted(throttle: Throttle) -> Config {
-    Config::new().assist(Assist::Validation).placement(AuxPlacement::Anywhere).throttle(throttle)
+fn assisted(throttle: Throttle) -> Config<Assisted> {
+    Config::new().assisted().placement(AuxPlacement::Anywhere).throttle(throttle)
 }
 
 #[test]
@@ -37,7 +37,7 @@ fn an_assisted_panic_writes_nothing_and_frees_every_lock() {
     std::thread::spawn(|| panic_writes_nothing(&assisted(Throttle::ALL))).join().unwrap();
 }
 
-fn panic_writes_nothing(cfg: &Config) {
+fn panic_writes_nothing<M: Mode>(cfg: &Config<M>) {
     let vars: Vec<TVar<u64>> = (0..100).map(TVar::new).collect();
     let link: TVar<Option<TPtr<Counted>>> = TVar::new(None);
     let drops = Arc::new(AtomicUsize::new(0));
@@ -79,7 +79,7 @@ fn an_assisted_panic_while_others_commit_leaves_no_lock() {
     panic_while_others_commit(&assisted(Throttle::ALL));
 }
 
-fn panic_while_others_commit(cfg: &Config) {
+fn panic_while_others_commit<M: Mode>(cfg: &Config<M>) {
     let v = TVar::new(0u64);
     std::thread::scope(|s| {
         s.spawn(|| {

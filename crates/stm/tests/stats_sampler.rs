@@ -2,7 +2,12 @@
 #![cfg(not(loom))]
 
 use skelaff_stm::sampler::{self, AccessKind};
-use skelaff_stm::{AbortReason, SamplerError, Stats, TVar, TxOps, atomically, try_atomically};
+use skelaff_stm::{
+    AbortReason, Config, Sampled, SamplerError, Stats, TVar, TxOps, atomically, atomically_with, try_atomically,
+};
+
+/// Transactions whose accesses tick the sampler.
+const SAMPLED: Config<Sampled> = Config::new().sampled();
 
 #[test]
 fn per_thread_counts_add_up_to_the_work() {
@@ -53,7 +58,7 @@ fn the_sampler_is_bounded_and_sees_reads_and_writes() {
     let vars: Vec<TVar<u32>> = (0..10).map(TVar::new).collect();
     assert_eq!(sampler::enable(0, 4), Err(SamplerError::Zero { what: "period" }));
     sampler::enable(2, 4).expect("enable");
-    atomically(|tx| {
+    atomically_with(&SAMPLED, |tx| {
         for v in &vars {
             let x = tx.read(v)?;
             tx.write(v, x + 1)?;
@@ -70,8 +75,24 @@ fn the_sampler_is_bounded_and_sees_reads_and_writes() {
     assert!(s.accesses.iter().all(|a| a.kind == AccessKind::Write));
     assert_eq!(s.accesses[0].addr, vars[0].addr());
     sampler::disable().expect("disable");
-    atomically(|tx| tx.read(&vars[0]));
+    atomically_with(&SAMPLED, |tx| tx.read(&vars[0]));
     assert_eq!(sampler::take().expect("take").seen, 0, "disabled: nothing seen");
+}
+
+#[test]
+fn plain_transactions_are_not_sampled() {
+    let v = TVar::new(0u32);
+    sampler::enable(1, 64).expect("enable");
+    // Plain mode: no sampler code in the accesses, so nothing is seen even
+    // while the thread's sampler is on.
+    atomically(|tx| tx.update(&v, |x| x + 1));
+    let plain = sampler::take().expect("take");
+    // The same transaction in sampled mode: both accesses recorded.
+    atomically_with(&SAMPLED, |tx| tx.update(&v, |x| x + 1));
+    let sampled = sampler::take().expect("take");
+    sampler::disable().expect("disable");
+    assert_eq!((plain.seen, plain.accesses.len()), (0, 0));
+    assert_eq!((sampled.seen, sampled.accesses.len()), (2, 2));
 }
 
 #[test]
@@ -80,17 +101,17 @@ fn seen_counts_partial_periods_across_takes() {
     let mut s = sampler::Samples::default();
     sampler::enable(3, 64).expect("enable");
     // Five reads: the third is recorded, two are past it.
-    atomically(|tx| (0..5).try_for_each(|_| tx.read(&v).map(drop)));
+    atomically_with(&SAMPLED, |tx| (0..5).try_for_each(|_| tx.read(&v).map(drop)));
     sampler::take_into(&mut s).expect("take");
     assert_eq!((s.seen, s.accesses.len()), (5, 1));
     // Four more: accesses 6 and 9 of the whole run are recorded.
-    atomically(|tx| (0..4).try_for_each(|_| tx.read(&v).map(drop)));
+    atomically_with(&SAMPLED, |tx| (0..4).try_for_each(|_| tx.read(&v).map(drop)));
     sampler::take_into(&mut s).expect("take");
     assert_eq!((s.seen, s.accesses.len()), (4, 2), "the old records are replaced, not appended");
     // One, then disabled: counted once, and nothing after.
-    atomically(|tx| tx.read(&v));
+    atomically_with(&SAMPLED, |tx| tx.read(&v));
     sampler::disable().expect("disable");
-    atomically(|tx| tx.read(&v));
+    atomically_with(&SAMPLED, |tx| tx.read(&v));
     sampler::take_into(&mut s).expect("take");
     assert_eq!((s.seen, s.accesses.len()), (1, 0));
 }

@@ -255,7 +255,7 @@ pub(crate) struct FinishedSampler {
 ///     type Shared = Vec<TVar<u64>>;
 ///     type PerWorker = ();
 ///     fn init_worker(&self, _: &Self::Shared, _: &WorkerInfo) {}
-///     fn process<X: TxOps>(&self, tx: &mut X, u: &usize, _: &mut (), s: &Self::Shared,
+///     fn process<'t, X: TxOps<'t>>(&'t self, tx: &mut X, u: &usize, _: &mut (), s: &'t Self::Shared,
 ///                          _: &mut ProcessCtx<usize>) -> Result<(), TxError> {
 ///         tx.update(&s[*u % s.len()], |x| x + 1)?;
 ///         Ok(())

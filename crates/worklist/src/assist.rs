@@ -63,7 +63,7 @@ use crate::skeleton::{Skeleton, WorkerInfo};
 ///     type Shared = TVar<u64>;
 ///     type PerWorker = ();
 ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
+///     fn process<'t, X: TxOps<'t>>(&'t self, tx: &mut X, u: &u64, _: &mut (), t: &'t TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
 ///         tx.update(t, |v| v + u).map(|_| ())
 ///     }
 /// }
@@ -145,6 +145,17 @@ pub trait Assist<S: Skeleton>: Sync {
     /// The worker starts the unit it handed over last (if any) and hands
     /// over `next`, the unit it will run after that (`None`: it holds none).
     fn handoff(&self, channel: &Self::Channel, side: &mut Self::WorkerSide, next: Option<&S::Unit>);
+
+    /// Whether the worker's transaction for its current unit (the one it
+    /// started at the last [`handoff`](Assist::handoff)) must be sampled:
+    /// run in the STM's [`Sampled`](skelaff_stm::Sampled) mode, so that
+    /// its accesses reach the thread's access sampler, which `handoff`
+    /// enabled. The default never samples; units that are not sampled run
+    /// plain transactions, whose accesses carry no sampler code.
+    fn sampled(&self, side: &Self::WorkerSide) -> bool {
+        let _ = side;
+        false
+    }
 
     /// The worker's transaction for its current unit runs again (after a
     /// conflict or a retry).

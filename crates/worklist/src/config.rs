@@ -160,6 +160,8 @@ pub struct Builder {
     pub(crate) distribution: Distribution,
     pub(crate) shuffle: Option<u64>,
     pub(crate) stm: skelaff_stm::Config,
+    /// The workers' transactions are assisted (the mode is chosen per run).
+    pub(crate) assisted: bool,
     pub(crate) access_profile: Option<Sampling>,
     pub(crate) affinity: bool,
     pub(crate) migration: Option<skelaff_locality::MigrationRule>,
@@ -184,6 +186,7 @@ impl Builder {
             distribution: Distribution::PerNode,
             shuffle: None,
             stm: skelaff_stm::Config::DEFAULT,
+            assisted: false,
             access_profile: None,
             affinity: false,
             migration: None,
@@ -251,7 +254,8 @@ impl Builder {
     /// the other STM settings are kept.
     pub fn tx_assist(mut self, assist: TxAssist) -> Self {
         let (mode, throttle) = assist.stm_settings();
-        self.stm = self.stm.assist(mode).throttle(throttle);
+        self.stm = self.stm.throttle(throttle);
+        self.assisted = mode == skelaff_stm::Assist::Validation;
         self
     }
 

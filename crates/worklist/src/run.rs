@@ -144,6 +144,7 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             pool,
             start: Instant::now(),
             stm: cfg.stm,
+            assisted: cfg.assisted,
             policy: cfg.policy,
             allowed_nodes: topo.allowed_nodes(),
             page_size: topo.page_size(),

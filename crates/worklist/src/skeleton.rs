@@ -43,6 +43,14 @@ pub struct WorkerInfo {
 ///   `Shared`).
 /// - [`destroy_worker`](Skeleton::destroy_worker) runs last on each worker.
 ///
+/// `process` and `update` borrow the skeleton, the unit and `Shared` for
+/// `'t`, the lifetime of the transaction's writes (see
+/// [`TxOps`](skelaff_stm::TxOps#the-lifetime-tcell)): every `TVar` reached
+/// from them, or from a transactional object they link to, may be
+/// written. The skeleton value itself may hold borrowed read-only input
+/// (a `Skeleton` for `&'a [T]`): [`Builder::build`](crate::Builder::build)
+/// borrows it for the worklist's life.
+///
 /// `process` is generic over [`TxOps`], so the same code runs in a real
 /// transaction and in a helper thread's non-publishing shadow. With helper
 /// threads ([`Worklist::run_with`](crate::Worklist::run_with)), `process`
@@ -68,8 +76,8 @@ pub struct WorkerInfo {
 ///     type Shared = TVar<u64>;
 ///     type PerWorker = ();
 ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-///     fn process<X: TxOps>(&self, tx: &mut X, &(lo, hi): &(u64, u64), _: &mut (), total: &TVar<u64>,
-///                          ctx: &mut ProcessCtx<(u64, u64)>) -> Result<(), TxError> {
+///     fn process<'t, X: TxOps<'t>>(&'t self, tx: &mut X, &(lo, hi): &'t (u64, u64), _: &mut (),
+///                                  total: &'t TVar<u64>, ctx: &mut ProcessCtx<(u64, u64)>) -> Result<(), TxError> {
 ///         if hi - lo > 100 {
 ///             let mid = (lo + hi) / 2;
 ///             ctx.add_work_unit((lo, mid));
@@ -106,12 +114,12 @@ pub trait Skeleton: Sync {
     ///
     /// Propagate the [`TxError`] of `tx`'s operations with `?`; the skeleton
     /// re-runs the transaction on a conflict.
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
-        unit: &Self::Unit,
+        unit: &'t Self::Unit,
         local: &mut Self::PerWorker,
-        shared: &Self::Shared,
+        shared: &'t Self::Shared,
         ctx: &mut ProcessCtx<Self::Unit>,
     ) -> Result<(), TxError>;
 
@@ -154,7 +162,12 @@ pub trait Skeleton: Sync {
     /// # Errors
     ///
     /// As [`Skeleton::process`].
-    fn update<X: TxOps>(&self, tx: &mut X, local: &mut Self::PerWorker, shared: &Self::Shared) -> Result<(), TxError> {
+    fn update<'t, X: TxOps<'t>>(
+        &'t self,
+        tx: &mut X,
+        local: &mut Self::PerWorker,
+        shared: &'t Self::Shared,
+    ) -> Result<(), TxError> {
         let _ = (tx, local, shared);
         Ok(())
     }

@@ -8,7 +8,7 @@ use crossbeam_utils::Backoff;
 use parking_lot::Mutex;
 use skelaff_locality::Sampling;
 use skelaff_numa_alloc::{NodeSet, Policy};
-use skelaff_stm::{Stats, atomically_with};
+use skelaff_stm::{Assisted, Mode, Plain, Sampled, SampledAssisted, Stats, atomically_with};
 
 use crate::access_profile::{FinishedSampler, WorkerSampler};
 use crate::affinity::{AffinityFigures, Home, Resolver};
@@ -26,7 +26,11 @@ pub(crate) struct RunState<'a, S: Skeleton> {
     pub(crate) pool: Pool<S::Unit>,
     pub(crate) signal: Signal,
     pub(crate) start: Instant,
+    /// The STM settings; the mode of the workers' transactions follows
+    /// from `assisted` and `access_profile` (see [`worker`]).
     pub(crate) stm: skelaff_stm::Config,
+    /// The workers' transactions are assisted.
+    pub(crate) assisted: bool,
     pub(crate) policy: PagePolicy,
     pub(crate) allowed_nodes: NodeSet,
     pub(crate) page_size: usize,
@@ -86,8 +90,32 @@ impl<S: Skeleton, A: Assist<S>> Drop for Finish<'_, S, A> {
 /// worker holds the next unit besides the current one and tells its helper
 /// through `assist`; otherwise it is the plain loop (`A::ENABLED` is a
 /// constant, so `run()` compiles without any of it).
+///
+/// The worker's transactions run in the STM mode of the run: sampled when
+/// the run records an access profile, assisted with assisted validation.
+/// The choice is made here, once per worker, so that a plain run's
+/// transactional accesses carry no sampling or assist code.
 pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
     state: &RunState<'_, S>,
+    info: WorkerInfo,
+    queue: WorkerQueue<S::Unit>,
+    assist: &A,
+    channel: &A::Channel,
+    assisted: bool,
+) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
+    let cfg = state.stm;
+    match (state.access_profile.is_some(), state.assisted) {
+        (false, false) => worker_in(state, &cfg.mode::<Plain>(), info, queue, assist, channel, assisted),
+        (true, false) => worker_in(state, &cfg.mode::<Sampled>(), info, queue, assist, channel, assisted),
+        (false, true) => worker_in(state, &cfg.mode::<Assisted>(), info, queue, assist, channel, assisted),
+        (true, true) => worker_in(state, &cfg.mode::<SampledAssisted>(), info, queue, assist, channel, assisted),
+    }
+}
+
+/// [`worker`] with its transactions in mode `M`.
+fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
+    state: &RunState<'_, S>,
+    stm: &skelaff_stm::Config<M>,
     info: WorkerInfo,
     queue: WorkerQueue<S::Unit>,
     assist: &A,
@@ -163,15 +191,13 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
                     Home::Anywhere => {}
                 }
             }
-            let mut attempt = 0u32;
-            atomically_with(&state.stm, |tx| {
-                if assisted && attempt > 0 {
-                    assist.restarted(channel, &mut side);
-                }
-                attempt += 1;
-                ctx.clear();
-                state.skeleton.process(tx, &unit, &mut user, state.shared, &mut ctx)
-            });
+            // A unit a helper's tuner samples runs in sampled mode; every
+            // other unit in the run's own mode.
+            if assisted && !M::SAMPLED && assist.sampled(&side) {
+                process_unit(state, &stm.sampled(), &unit, &mut user, &mut ctx, (assist, channel, &mut side, assisted));
+            } else {
+                process_unit(state, stm, &unit, &mut user, &mut ctx, (assist, channel, &mut side, assisted));
+            }
             state.skeleton.committed(&unit, &mut user, state.shared);
             if assisted {
                 assist.committed(channel, &mut side);
@@ -223,7 +249,7 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
     }
     let total = begin.elapsed();
     if !state.signal.stopped() {
-        atomically_with(&state.stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
+        atomically_with(stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
     }
     if let Some(s) = sampler {
         let finished = s.stop(|| state.start.elapsed(), state.page_size);
@@ -241,4 +267,26 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
         idle,
         affinity,
     })
+}
+
+/// Runs `process` for `unit` as one transaction in mode `M`, telling the
+/// helper (`link`: the assist, its channel, the worker's side of it, and
+/// whether the worker is assisted) when the transaction runs again.
+fn process_unit<S: Skeleton, A: Assist<S>, M: Mode>(
+    state: &RunState<'_, S>,
+    stm: &skelaff_stm::Config<M>,
+    unit: &S::Unit,
+    user: &mut S::PerWorker,
+    ctx: &mut ProcessCtx<S::Unit>,
+    (assist, channel, side, assisted): (&A, &A::Channel, &mut A::WorkerSide, bool),
+) {
+    let mut attempt = 0u32;
+    atomically_with(stm, |tx| {
+        if assisted && attempt > 0 {
+            assist.restarted(channel, side);
+        }
+        attempt += 1;
+        ctx.clear();
+        state.skeleton.process(tx, unit, user, state.shared, ctx)
+    });
 }

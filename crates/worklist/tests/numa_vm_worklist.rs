@@ -56,12 +56,12 @@ impl Skeleton for Allocating {
         (w.node, Vec::new())
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         _: &mut X,
         &depth: &u32,
         local: &mut Self::PerWorker,
-        _: &Found,
+        _: &'t Found,
         ctx: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         if depth == 0 {
@@ -146,12 +146,12 @@ impl Skeleton for Blocks<'_> {
         Affinity::of(&self.region.as_slice()[b * self.block])
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         _: &mut X,
         &b: &usize,
         _: &mut (),
-        homes: &Homes,
+        homes: &'t Homes,
         ctx: &mut ProcessCtx<usize>,
     ) -> Result<(), TxError> {
         let data = &self.region.as_slice()[b * self.block..(b + 1) * self.block];
@@ -250,12 +250,12 @@ impl Skeleton for OwnBlocks<'_> {
         w.node.and_then(|n| self.nodes.iter().position(|&m| m == n))
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         block: &mut Option<usize>,
-        _: &Self::Shared,
+        _: &'t Self::Shared,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let Some(b) = *block else { return Ok(()) };

@@ -30,12 +30,12 @@ impl Skeleton for Tree {
         0
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &(depth, id): &(u32, u64),
         local: &mut u64,
-        s: &TreeShared,
+        s: &'t TreeShared,
         ctx: &mut ProcessCtx<(u32, u64)>,
     ) -> Result<(), TxError> {
         tx.update(&s.processed, |p| p + 1)?;
@@ -50,7 +50,7 @@ impl Skeleton for Tree {
         Ok(())
     }
 
-    fn update<X: TxOps>(&self, tx: &mut X, local: &mut u64, s: &TreeShared) -> Result<(), TxError> {
+    fn update<'t, X: TxOps<'t>>(&'t self, tx: &mut X, local: &mut u64, s: &'t TreeShared) -> Result<(), TxError> {
         // `local` counts attempts (it is not rolled back on abort), so it is
         // at least the number of units this worker committed.
         let _ = local;
@@ -122,12 +122,12 @@ impl Skeleton for AbortOnce {
         0
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &unit: &u32,
         attempts: &mut u32,
-        count: &TVar<u64>,
+        count: &'t TVar<u64>,
         ctx: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         tx.update(count, |c| c + 1)?;
@@ -175,12 +175,12 @@ impl Skeleton for MarkThenHint {
         (u32::MAX, false)
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u32,
         local: &mut (u32, bool),
-        m: &Marks,
+        m: &'t Marks,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let retried = local.0 == u && local.1;
@@ -237,12 +237,12 @@ impl Skeleton for Panicky {
         assert!(!(self.in_init && w.index == 1), "init of worker 1 fails");
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         _: &mut (),
-        s: &TVar<u64>,
+        s: &'t TVar<u64>,
         ctx: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         tx.update(s, |c| c + 1)?;
@@ -255,7 +255,7 @@ impl Skeleton for Panicky {
         Ok(())
     }
 
-    fn update<X: TxOps>(&self, _: &mut X, _: &mut (), _: &TVar<u64>) -> Result<(), TxError> {
+    fn update<'t, X: TxOps<'t>>(&'t self, _: &mut X, _: &mut (), _: &'t TVar<u64>) -> Result<(), TxError> {
         assert!(!self.in_update, "update fails");
         Ok(())
     }
@@ -394,12 +394,12 @@ impl Skeleton for WhereAmI {
         seen.lock().push((info.index, info.cpu, me.name().map(str::to_owned), mask));
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         _: &mut X,
         _: &u32,
         _: &mut (),
-        _: &Seen,
+        _: &'t Seen,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         Ok(())
@@ -452,12 +452,12 @@ impl Skeleton for Hinted {
         }
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &u: &u64,
         _: &mut (),
-        t: &TVar<u64>,
+        t: &'t TVar<u64>,
         ctx: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         if u < 300 {
@@ -561,12 +561,12 @@ impl Skeleton for SlowAdd {
     type Shared = TVar<u64>;
     type PerWorker = ();
     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         u: &u64,
         _: &mut (),
-        t: &TVar<u64>,
+        t: &'t TVar<u64>,
         _: &mut ProcessCtx<u64>,
     ) -> Result<(), TxError> {
         let v = tx.read(t)?;

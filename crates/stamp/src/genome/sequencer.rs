@@ -290,12 +290,12 @@ impl Skeleton for Unique<'_> {
         self.segments.get(first as usize).map_or(Affinity::Anywhere, Affinity::of)
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &first: &u32,
         known: &mut Known,
-        set: &THashMap<u128, ()>,
+        set: &'t THashMap<u128, ()>,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let first = first as usize;
@@ -322,12 +322,12 @@ impl Skeleton for Unique<'_> {
     }
 }
 
-struct TxLinks<'a, X> {
+struct TxLinks<'a, 't, X> {
     tx: &'a mut X,
-    entries: &'a [[TVar<u64>; FIELDS]],
+    entries: &'t [[TVar<u64>; FIELDS]],
 }
 
-impl<X: TxOps> Links for TxLinks<'_, X> {
+impl<'t, X: TxOps<'t>> Links for TxLinks<'_, 't, X> {
     #[inline]
     fn get(&mut self, i: u64, f: Field) -> Result<u64, TxError> {
         self.tx.read(&self.entries[i as usize][f as usize])
@@ -354,12 +354,12 @@ impl Skeleton for LinkPass<'_> {
 
     fn init_worker(&self, _: &Self::Shared, _: &WorkerInfo) {}
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &first: &u32,
         _: &mut (),
-        entries: &Self::Shared,
+        entries: &'t Self::Shared,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let first = first as usize;

@@ -342,28 +342,33 @@ enum FlowMap {
 }
 
 impl FlowMap {
-    fn get<X: TxOps>(&self, tx: &mut X, flow: u32) -> Result<Option<TPtr<Partial>>, TxError> {
+    fn get<'t, X: TxOps<'t>>(&'t self, tx: &mut X, flow: u32) -> Result<Option<TPtr<Partial>>, TxError> {
         match self {
             FlowMap::Tree(m) => m.get(tx, &flow),
             FlowMap::BTree(m) => m.get(tx, &flow),
             FlowMap::Hash(m) => m.get(tx, &flow),
         }
     }
-    fn insert<X: TxOps>(&self, tx: &mut X, flow: u32, p: TPtr<Partial>) -> Result<Option<TPtr<Partial>>, TxError> {
+    fn insert<'t, X: TxOps<'t>>(
+        &'t self,
+        tx: &mut X,
+        flow: u32,
+        p: TPtr<Partial>,
+    ) -> Result<Option<TPtr<Partial>>, TxError> {
         match self {
             FlowMap::Tree(m) => m.insert(tx, flow, p),
             FlowMap::BTree(m) => m.insert(tx, flow, p),
             FlowMap::Hash(m) => m.insert(tx, flow, p),
         }
     }
-    fn remove<X: TxOps>(&self, tx: &mut X, flow: u32) -> Result<Option<TPtr<Partial>>, TxError> {
+    fn remove<'t, X: TxOps<'t>>(&'t self, tx: &mut X, flow: u32) -> Result<Option<TPtr<Partial>>, TxError> {
         match self {
             FlowMap::Tree(m) => m.remove(tx, &flow),
             FlowMap::BTree(m) => m.remove(tx, &flow),
             FlowMap::Hash(m) => m.remove(tx, &flow),
         }
     }
-    fn to_vec<X: TxOps>(&self, tx: &mut X) -> Result<Vec<(u32, TPtr<Partial>)>, TxError> {
+    fn to_vec<'t, X: TxOps<'t>>(&'t self, tx: &mut X) -> Result<Vec<(u32, TPtr<Partial>)>, TxError> {
         match self {
             FlowMap::Tree(m) => m.to_vec(tx),
             FlowMap::BTree(m) => m.to_vec(tx),
@@ -435,13 +440,13 @@ struct Pipeline<'s> {
 
 impl Pipeline<'_> {
     /// Records a reassembled flow and checks it (now or in a new unit).
-    fn reassembled<X: TxOps>(
-        &self,
+    fn reassembled<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         flow: u32,
         data: Vec<u8>,
         detector: &mut Detector,
-        s: &Reassembly,
+        s: &'t Reassembly,
         ctx: &mut ProcessCtx<Unit>,
     ) -> Result<(), TxError> {
         let f = flow as usize;
@@ -460,7 +465,13 @@ impl Pipeline<'_> {
 }
 
 /// Checks a reassembled flow and records the verdict.
-fn judge<X: TxOps>(tx: &mut X, flow: u32, data: &[u8], detector: &mut Detector, s: &Reassembly) -> Result<(), TxError> {
+fn judge<'t, X: TxOps<'t>>(
+    tx: &mut X,
+    flow: u32,
+    data: &[u8],
+    detector: &mut Detector,
+    s: &'t Reassembly,
+) -> Result<(), TxError> {
     let v = &s.verdicts[flow as usize];
     let verdict = if tx.read(v)? != Verdict::Pending {
         Verdict::Duplicate
@@ -481,12 +492,12 @@ impl Skeleton for Pipeline<'_> {
         Detector::default()
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         unit: &Unit,
         detector: &mut Detector,
-        s: &Reassembly,
+        s: &'t Reassembly,
         ctx: &mut ProcessCtx<Unit>,
     ) -> Result<(), TxError> {
         let p = match unit {

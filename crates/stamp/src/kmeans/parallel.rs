@@ -152,12 +152,12 @@ impl Skeleton for Step<'_> {
     /// point (`d + 1` shared words each); here the chunk's contribution is
     /// summed privately first and then added in one transaction, so a unit
     /// touches each cluster's `d + 1` words once, at its very end.
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &start: &u32,
         s: &mut Scratch,
-        acc: &Accumulators,
+        acc: &'t Accumulators,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         if s.unit != Some(start) {

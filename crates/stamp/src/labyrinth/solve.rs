@@ -349,12 +349,12 @@ impl Skeleton for Lee<'_> {
     /// stale: the transaction restarts and routes again (STAMP's
     /// `TM_RESTART`); claims that race with another commit are caught by
     /// the STM.
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &k: &u32,
         w: &mut LeeWorker,
-        board: &Board,
+        board: &'t Board,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         w.claimed.clear();

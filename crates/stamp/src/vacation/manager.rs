@@ -55,14 +55,14 @@ pub(crate) struct TxTables<'a, 'm, X> {
     pub(crate) anomalies: &'a mut u64,
 }
 
-impl<'m, X: TxOps> TxTables<'_, 'm, X> {
+impl<'m, X: TxOps<'m>> TxTables<'_, 'm, X> {
     fn entry(&mut self, kind: Kind, id: u32) -> Result<Option<&'m Reservation>, TxError> {
         // SAFETY: the pointer is read in this transaction (see `obj`).
         Ok(self.m.tables[kind as usize].get(self.tx, &id)?.map(|p| unsafe { obj(p) }))
     }
 
     /// One more used, one less free; false if none is free.
-    fn make(&mut self, r: &Reservation) -> Result<bool, TxError> {
+    fn make(&mut self, r: &'m Reservation) -> Result<bool, TxError> {
         let free = self.tx.read(&r.free)?;
         if free < 1 {
             return Ok(false);
@@ -73,7 +73,7 @@ impl<'m, X: TxOps> TxTables<'_, 'm, X> {
     }
 
     /// One less used, one more free; false if none is used.
-    fn cancel(&mut self, r: &Reservation) -> Result<bool, TxError> {
+    fn cancel(&mut self, r: &'m Reservation) -> Result<bool, TxError> {
         let used = self.tx.read(&r.used)?;
         if used < 1 {
             return Ok(false);
@@ -84,7 +84,7 @@ impl<'m, X: TxOps> TxTables<'_, 'm, X> {
     }
 }
 
-impl<'m, X: TxOps> Tables for TxTables<'_, 'm, X> {
+impl<'m, X: TxOps<'m>> Tables for TxTables<'_, 'm, X> {
     type Entry = (u32, &'m Reservation);
     type Customer = &'m Customer;
 

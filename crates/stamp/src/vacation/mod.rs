@@ -276,12 +276,12 @@ impl Skeleton for Clients {
         0
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         &first: &u32,
         anomalies: &mut u64,
-        shared: &Shared,
+        shared: &'t Shared,
         _: &mut ProcessCtx<u32>,
     ) -> Result<(), TxError> {
         let mut db = TxTables { tx, m: &shared.manager, anomalies };

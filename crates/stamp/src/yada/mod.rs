@@ -344,12 +344,12 @@ impl Skeleton for Refinement {
         Scratch::default()
     }
 
-    fn process<X: TxOps>(
-        &self,
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         unit: &BadElement,
         s: &mut Scratch,
-        shared: &Shared,
+        shared: &'t Shared,
         ctx: &mut ProcessCtx<BadElement>,
     ) -> Result<(), TxError> {
         // SAFETY: a unit's element (REFERENCED) stays alive until a

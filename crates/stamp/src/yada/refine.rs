@@ -103,8 +103,8 @@ impl Mesh {
     ///
     /// `e` is a unit's element (flagged [`REFERENCED`], alive), processed
     /// once.
-    pub(crate) unsafe fn process_unit<X: TxOps>(
-        &self,
+    pub(crate) unsafe fn process_unit<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         e: ElemPtr,
         s: &mut Scratch,
@@ -147,8 +147,8 @@ impl Mesh {
 
     /// Refines `e`: splits the segments its point encroaches on, then
     /// retriangulates its cavity (STAMP's `TMregion_refine`).
-    fn refine<X: TxOps>(
-        &self,
+    fn refine<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         e: ElemPtr,
         s: &mut Scratch,
@@ -182,7 +182,12 @@ impl Mesh {
     /// Whether refining `e` would change the mesh: its cavity can be
     /// retriangulated, or a segment it encroaches on can be split. Only
     /// reads.
-    pub(crate) fn would_change<X: TxOps>(&self, tx: &mut X, e: ElemPtr, s: &mut Scratch) -> Result<bool, TxError> {
+    pub(crate) fn would_change<'t, X: TxOps<'t>>(
+        &'t self,
+        tx: &mut X,
+        e: ElemPtr,
+        s: &mut Scratch,
+    ) -> Result<bool, TxError> {
         Ok(match self.grow(tx, e, s)? {
             Grown::Cavity => true,
             Grown::GiveUp => false,
@@ -192,7 +197,7 @@ impl Mesh {
 
     /// Grows the cavity of `center`'s new point: breadth first from
     /// `center` through neighbours whose circumcircle holds the point.
-    fn grow<X: TxOps>(&self, tx: &mut X, center: ElemPtr, s: &mut Scratch) -> Result<Grown, TxError> {
+    fn grow<'t, X: TxOps<'t>>(&'t self, tx: &mut X, center: ElemPtr, s: &mut Scratch) -> Result<Grown, TxError> {
         // SAFETY: a unit's element, or read in this transaction.
         let cs = &unsafe { el(center) }.shape;
         let splitting = cs.is_segment();
@@ -270,8 +275,8 @@ impl Mesh {
 
     /// Replaces the cavity in `s` by a fan of triangles around `center`'s
     /// new point (and, for a segment, by its two halves).
-    fn retriangulate<X: TxOps>(
-        &self,
+    fn retriangulate<'t, X: TxOps<'t>>(
+        &'t self,
         tx: &mut X,
         center: ElemPtr,
         s: &mut Scratch,
@@ -329,7 +334,7 @@ impl Mesh {
     /// Makes the element with corners `points` and links it to the
     /// elements in `s.links` that share its edges (STAMP's
     /// `TMelement_alloc` and `TMmesh_insert`).
-    fn make<X: TxOps>(&self, tx: &mut X, points: &[Point], s: &mut Scratch) -> Result<ElemPtr, TxError> {
+    fn make<'t, X: TxOps<'t>>(&'t self, tx: &mut X, points: &[Point], s: &mut Scratch) -> Result<ElemPtr, TxError> {
         let mut shape = Shape::new(points, self.bound);
         let mut init = [None; 3];
         let mut partners = [None; 3];

@@ -87,8 +87,9 @@ pub struct TBTreeMap<K, V> {
 }
 
 /// One operation's view of the tree.
-struct Bt<'t, X: ?Sized, K, V> {
-    tx: &'t mut X,
+struct Bt<'a, 't, X: ?Sized, K, V> {
+    tx: &'a mut X,
+    _tcell: PhantomData<&'t ()>,
     _kv: PhantomData<fn() -> (K, V)>,
 }
 
@@ -111,9 +112,9 @@ fn keys_from<K: Copy + Default>(src: &[K]) -> [K; CAP] {
     keys
 }
 
-impl<'t, X, K, V> Bt<'t, X, K, V>
+impl<'a, 't, X, K, V> Bt<'a, 't, X, K, V>
 where
-    X: TxOps + ?Sized,
+    X: TxOps<'t> + ?Sized,
     K: Ord + Copy + Default + Send + Sync + 'static,
     V: Word + Send + Sync,
 {
@@ -158,7 +159,7 @@ where
     }
 
     /// Replaces the node `old`, reached through `link`, by `new`.
-    fn relink(&mut self, link: &Link<BNode<K, V>>, old: P<K, V>, new: Option<P<K, V>>) -> Result<(), TxError> {
+    fn relink(&mut self, link: &'t Link<BNode<K, V>>, old: P<K, V>, new: Option<P<K, V>>) -> Result<(), TxError> {
         self.tx.write(link, new)?;
         // SAFETY: `old` came from an insert's `alloc`; the write above was
         // its only link (a tree), so it is unreachable once this commits,
@@ -166,7 +167,7 @@ where
         unsafe { self.tx.free(old) }
     }
 
-    fn insert_below(&mut self, link: &Link<BNode<K, V>>, k: K, v: V) -> Result<Ins<K, V>, TxError> {
+    fn insert_below(&mut self, link: &'t Link<BNode<K, V>>, k: K, v: V) -> Result<Ins<K, V>, TxError> {
         let Some(p) = self.tx.read(link)? else {
             // Only the root link is ever empty.
             let fresh = self.leaf(&[k], &[v])?;
@@ -239,7 +240,7 @@ where
         }
     }
 
-    fn insert(&mut self, root: &Link<BNode<K, V>>, k: K, v: V) -> Result<Option<V>, TxError> {
+    fn insert(&mut self, root: &'t Link<BNode<K, V>>, k: K, v: V) -> Result<Option<V>, TxError> {
         match self.insert_below(root, k, v)? {
             Ins::Done(old) => Ok(old),
             Ins::Split(sep, right) => {
@@ -251,7 +252,7 @@ where
         }
     }
 
-    fn remove(&mut self, link: &Link<BNode<K, V>>, k: &K, is_root: bool) -> Result<Option<V>, TxError> {
+    fn remove(&mut self, link: &'t Link<BNode<K, V>>, k: &K, is_root: bool) -> Result<Option<V>, TxError> {
         let Some(p) = self.tx.read(link)? else { return Ok(None) };
         match Self::n(p) {
             BNode::Inner { len, keys, kids } => self.remove(&kids[child_index(&keys[..*len], k)], k, false),
@@ -375,8 +376,8 @@ where
         TBTreeMap { root: TVar::new(None), _owns: PhantomData }
     }
 
-    fn bt<'t, X: TxOps + ?Sized>(&self, tx: &'t mut X) -> Bt<'t, X, K, V> {
-        Bt { tx, _kv: PhantomData }
+    fn bt<'a, 't, X: TxOps<'t> + ?Sized>(&'t self, tx: &'a mut X) -> Bt<'a, 't, X, K, V> {
+        Bt { tx, _tcell: PhantomData, _kv: PhantomData }
     }
 
     /// Whether `k` is present.
@@ -384,7 +385,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn contains<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<bool, TxError> {
+    pub fn contains<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<bool, TxError> {
         Ok(self.bt(tx).find(&self.root, k)?.is_some())
     }
 
@@ -393,7 +394,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn get<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn get<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         let mut bt = self.bt(tx);
         match bt.find(&self.root, k)? {
             Some((p, i)) => bt.value(p, i),
@@ -407,7 +408,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn insert<X: TxOps + ?Sized>(&self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
+    pub fn insert<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
         self.bt(tx).insert(&self.root, k, v)
     }
 
@@ -416,7 +417,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn remove<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn remove<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         self.bt(tx).remove(&self.root, k, true)
     }
 
@@ -425,7 +426,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn first<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Option<(K, V)>, TxError> {
+    pub fn first<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Option<(K, V)>, TxError> {
         let root = tx.read(&self.root)?;
         self.bt(tx).first(root)
     }
@@ -435,7 +436,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn len<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<usize, TxError> {
+    pub fn len<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<usize, TxError> {
         let mut n = 0;
         let root = tx.read(&self.root)?;
         self.bt(tx).for_each(root, &mut |_, _, _| {
@@ -450,7 +451,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn is_empty<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<bool, TxError> {
+    pub fn is_empty<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<bool, TxError> {
         Ok(self.first(tx)?.is_none())
     }
 
@@ -459,7 +460,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn to_vec<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
+    pub fn to_vec<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
         let mut out = Vec::new();
         let root = tx.read(&self.root)?;
         self.bt(tx).for_each(root, &mut |tx, k, v| {
@@ -478,7 +479,7 @@ where
     ///
     /// The transaction's signal (outer `Result`); the broken invariant
     /// (inner `Result`).
-    pub fn verify<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
+    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
         if let Some(r) = tx.read(&self.root)? {
             if let Err(e) = self.bt(tx).check(r, None, None, 0)? {
                 return Ok(Err(e));

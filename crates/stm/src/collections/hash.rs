@@ -125,7 +125,7 @@ where
     /// The link pointing at `k`'s node (or at the end of the chain) and the node.
     #[inline]
     #[allow(clippy::type_complexity)]
-    fn seek<'a, X: TxOps + ?Sized>(
+    fn seek<'a, X: TxOps<'a> + ?Sized>(
         &'a self,
         tx: &mut X,
         k: &K,
@@ -151,7 +151,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn contains<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<bool, TxError> {
+    pub fn contains<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<bool, TxError> {
         Ok(self.seek(tx, k)?.1.is_some())
     }
 
@@ -160,7 +160,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn get<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn get<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         match self.seek(tx, k)?.1 {
             // SAFETY: read in the running transaction.
             Some(p) => Ok(Some(tx.read(unsafe { &node(p).value })?)),
@@ -174,7 +174,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn insert<X: TxOps + ?Sized>(&self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
+    pub fn insert<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
         if let (_, Some(p)) = self.seek(tx, &k)? {
             // SAFETY: read in the running transaction.
             let n = unsafe { node(p) };
@@ -196,7 +196,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn remove<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn remove<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         let (link, Some(p)) = self.seek(tx, k)? else { return Ok(None) };
         // SAFETY: read in the running transaction.
         let n = unsafe { node(p) };
@@ -214,7 +214,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn len<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<usize, TxError> {
+    pub fn len<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<usize, TxError> {
         let mut n = 0;
         for b in self.buckets.iter() {
             let mut cur = tx.read(b)?;
@@ -232,7 +232,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn is_empty<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<bool, TxError> {
+    pub fn is_empty<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<bool, TxError> {
         Ok(self.len(tx)? == 0)
     }
 
@@ -241,7 +241,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn to_vec<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
+    pub fn to_vec<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
         let mut out = Vec::new();
         for b in self.buckets.iter() {
             let mut cur = tx.read(b)?;

@@ -50,7 +50,7 @@ where
     /// The link that points at the first node with key >= `k`, and that node.
     #[inline]
     #[allow(clippy::type_complexity)]
-    fn seek<'a, X: TxOps + ?Sized>(
+    fn seek<'a, X: TxOps<'a> + ?Sized>(
         &'a self,
         tx: &mut X,
         k: &K,
@@ -72,7 +72,7 @@ where
     }
 
     #[inline]
-    fn find<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<&LNode<K, V>>, TxError> {
+    fn find<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<&'t LNode<K, V>>, TxError> {
         let (_, at) = self.seek(tx, k)?;
         // SAFETY: read in the running transaction; the reference does not
         // leave the caller's transaction.
@@ -84,7 +84,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn contains<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<bool, TxError> {
+    pub fn contains<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<bool, TxError> {
         Ok(self.find(tx, k)?.is_some())
     }
 
@@ -93,7 +93,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn get<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn get<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         match self.find(tx, k)? {
             Some(n) => Ok(Some(tx.read(&n.value)?)),
             None => Ok(None),
@@ -106,7 +106,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn insert<X: TxOps + ?Sized>(&self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
+    pub fn insert<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
         let (link, at) = self.seek(tx, &k)?;
         if let Some(p) = at {
             // SAFETY: read in the running transaction.
@@ -129,7 +129,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn remove<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn remove<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         let (link, at) = self.seek(tx, k)?;
         let Some(p) = at else { return Ok(None) };
         // SAFETY: read in the running transaction.
@@ -152,7 +152,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn len<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<usize, TxError> {
+    pub fn len<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<usize, TxError> {
         let mut n = 0;
         let mut link = &self.head;
         while let Some(p) = tx.read(link)? {
@@ -168,7 +168,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn is_empty<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<bool, TxError> {
+    pub fn is_empty<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<bool, TxError> {
         Ok(tx.read(&self.head)?.is_none())
     }
 
@@ -177,7 +177,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn to_vec<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
+    pub fn to_vec<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
         let mut out = Vec::new();
         let mut link = &self.head;
         while let Some(p) = tx.read(link)? {

@@ -63,14 +63,14 @@ pub struct TMap<K, V> {
 }
 
 /// One operation's view of the tree: the transaction and the root link.
-struct Rb<'t, X: ?Sized, K, V> {
-    tx: &'t mut X,
+struct Rb<'a, 't, X: ?Sized, K, V> {
+    tx: &'a mut X,
     root: &'t Link<RNode<K, V>>,
 }
 
-impl<'t, X, K, V> Rb<'t, X, K, V>
+impl<'a, 't, X, K, V> Rb<'a, 't, X, K, V>
 where
-    X: TxOps + ?Sized,
+    X: TxOps<'t> + ?Sized,
     K: Ord + Copy + Send + Sync + 'static,
     V: Word + Send + Sync,
 {
@@ -408,12 +408,10 @@ where
 
 impl<K, V> RNode<K, V>
 where
-    V: Word,
+    K: Send + Sync + 'static,
+    V: Word + Send + Sync,
 {
-    fn new(key: K, value: V, parent: Option<TPtr<RNode<K, V>>>, red: bool) -> Self
-    where
-        K: 'static,
-    {
+    fn new(key: K, value: V, parent: Option<TPtr<RNode<K, V>>>, red: bool) -> Self {
         RNode {
             key,
             left: TVar::new(None),
@@ -435,7 +433,7 @@ where
         TMap { root: TVar::new(None), _owns: PhantomData }
     }
 
-    fn rb<'t, X: TxOps + ?Sized>(&'t self, tx: &'t mut X) -> Rb<'t, X, K, V> {
+    fn rb<'a, 't, X: TxOps<'t> + ?Sized>(&'t self, tx: &'a mut X) -> Rb<'a, 't, X, K, V> {
         Rb { tx, root: &self.root }
     }
 
@@ -444,7 +442,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn contains<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<bool, TxError> {
+    pub fn contains<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<bool, TxError> {
         Ok(self.rb(tx).find(k)?.is_some())
     }
 
@@ -453,7 +451,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn get<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn get<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         match self.rb(tx).find(k)? {
             Some(p) => Ok(Some(tx.read(&Rb::<X, K, V>::n(p).value)?)),
             None => Ok(None),
@@ -466,7 +464,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn insert<X: TxOps + ?Sized>(&self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
+    pub fn insert<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
         self.rb(tx).insert(k, v)
     }
 
@@ -475,7 +473,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn remove<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn remove<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         self.rb(tx).remove(k)
     }
 
@@ -484,7 +482,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn first<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Option<(K, V)>, TxError> {
+    pub fn first<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Option<(K, V)>, TxError> {
         let mut rb = self.rb(tx);
         let mut t = rb.root()?;
         let mut last = None;
@@ -506,7 +504,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn len<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<usize, TxError> {
+    pub fn len<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<usize, TxError> {
         let mut n = 0;
         self.rb(tx).for_each(|_, _| {
             n += 1;
@@ -520,7 +518,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn is_empty<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<bool, TxError> {
+    pub fn is_empty<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<bool, TxError> {
         Ok(tx.read(&self.root)?.is_none())
     }
 
@@ -529,7 +527,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn to_vec<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
+    pub fn to_vec<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
         let mut out = Vec::new();
         self.rb(tx).for_each(|tx, p| {
             let n = Rb::<X, K, V>::n(p);
@@ -547,7 +545,7 @@ where
     ///
     /// The transaction's signal (outer `Result`); the broken invariant
     /// (inner `Result`).
-    pub fn verify<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
+    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
         let mut rb = self.rb(tx);
         let r = rb.root()?;
         if rb.is_red(r)? {

@@ -8,45 +8,45 @@ use crate::{Tx, TxError, atomically};
 
 /// The ordered maps' API on `u64` keys and values.
 pub(super) trait OrderedMap: Sync {
-    fn insert(&self, tx: &mut Tx, k: u64, v: u64) -> Result<Option<u64>, TxError>;
-    fn remove(&self, tx: &mut Tx, k: u64) -> Result<Option<u64>, TxError>;
-    fn get(&self, tx: &mut Tx, k: u64) -> Result<Option<u64>, TxError>;
-    fn contains(&self, tx: &mut Tx, k: u64) -> Result<bool, TxError>;
-    fn first(&self, tx: &mut Tx) -> Result<Option<(u64, u64)>, TxError>;
-    fn len(&self, tx: &mut Tx) -> Result<usize, TxError>;
-    fn is_empty(&self, tx: &mut Tx) -> Result<bool, TxError>;
-    fn to_vec(&self, tx: &mut Tx) -> Result<Vec<(u64, u64)>, TxError>;
-    fn verify(&self, tx: &mut Tx) -> Result<Result<usize, String>, TxError>;
+    fn insert<'t>(&'t self, tx: &mut Tx<'t>, k: u64, v: u64) -> Result<Option<u64>, TxError>;
+    fn remove<'t>(&'t self, tx: &mut Tx<'t>, k: u64) -> Result<Option<u64>, TxError>;
+    fn get<'t>(&'t self, tx: &mut Tx<'t>, k: u64) -> Result<Option<u64>, TxError>;
+    fn contains<'t>(&'t self, tx: &mut Tx<'t>, k: u64) -> Result<bool, TxError>;
+    fn first<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Option<(u64, u64)>, TxError>;
+    fn len<'t>(&'t self, tx: &mut Tx<'t>) -> Result<usize, TxError>;
+    fn is_empty<'t>(&'t self, tx: &mut Tx<'t>) -> Result<bool, TxError>;
+    fn to_vec<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Vec<(u64, u64)>, TxError>;
+    fn verify<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Result<usize, String>, TxError>;
 }
 
 macro_rules! ordered_map {
     ($($t:ident),*) => {$(
         impl OrderedMap for $t<u64, u64> {
-            fn insert(&self, tx: &mut Tx, k: u64, v: u64) -> Result<Option<u64>, TxError> {
+            fn insert<'t>(&'t self, tx: &mut Tx<'t>, k: u64, v: u64) -> Result<Option<u64>, TxError> {
                 $t::insert(self, tx, k, v)
             }
-            fn remove(&self, tx: &mut Tx, k: u64) -> Result<Option<u64>, TxError> {
+            fn remove<'t>(&'t self, tx: &mut Tx<'t>, k: u64) -> Result<Option<u64>, TxError> {
                 $t::remove(self, tx, &k)
             }
-            fn get(&self, tx: &mut Tx, k: u64) -> Result<Option<u64>, TxError> {
+            fn get<'t>(&'t self, tx: &mut Tx<'t>, k: u64) -> Result<Option<u64>, TxError> {
                 $t::get(self, tx, &k)
             }
-            fn contains(&self, tx: &mut Tx, k: u64) -> Result<bool, TxError> {
+            fn contains<'t>(&'t self, tx: &mut Tx<'t>, k: u64) -> Result<bool, TxError> {
                 $t::contains(self, tx, &k)
             }
-            fn first(&self, tx: &mut Tx) -> Result<Option<(u64, u64)>, TxError> {
+            fn first<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Option<(u64, u64)>, TxError> {
                 $t::first(self, tx)
             }
-            fn len(&self, tx: &mut Tx) -> Result<usize, TxError> {
+            fn len<'t>(&'t self, tx: &mut Tx<'t>) -> Result<usize, TxError> {
                 $t::len(self, tx)
             }
-            fn is_empty(&self, tx: &mut Tx) -> Result<bool, TxError> {
+            fn is_empty<'t>(&'t self, tx: &mut Tx<'t>) -> Result<bool, TxError> {
                 $t::is_empty(self, tx)
             }
-            fn to_vec(&self, tx: &mut Tx) -> Result<Vec<(u64, u64)>, TxError> {
+            fn to_vec<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Vec<(u64, u64)>, TxError> {
                 $t::to_vec(self, tx)
             }
-            fn verify(&self, tx: &mut Tx) -> Result<Result<usize, String>, TxError> {
+            fn verify<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Result<usize, String>, TxError> {
                 $t::verify(self, tx)
             }
         }

@@ -45,7 +45,7 @@ impl<V: Copy + Send + Sync + 'static> TQueue<V> {
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn push_back<X: TxOps + ?Sized>(&self, tx: &mut X, v: V) -> Result<(), TxError> {
+    pub fn push_back<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, v: V) -> Result<(), TxError> {
         let fresh = tx.alloc(QNode { value: v, next: TVar::new(None) })?;
         match tx.read(&self.tail)? {
             // SAFETY: read in the running transaction.
@@ -60,7 +60,7 @@ impl<V: Copy + Send + Sync + 'static> TQueue<V> {
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn pop_front<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Option<V>, TxError> {
+    pub fn pop_front<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Option<V>, TxError> {
         let Some(h) = tx.read(&self.head)? else { return Ok(None) };
         // SAFETY: read in the running transaction.
         let n = unsafe { node(h) };
@@ -81,7 +81,7 @@ impl<V: Copy + Send + Sync + 'static> TQueue<V> {
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn peek_front<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Option<V>, TxError> {
+    pub fn peek_front<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Option<V>, TxError> {
         // SAFETY: read in the running transaction.
         Ok(tx.read(&self.head)?.map(|h| unsafe { node(h) }.value))
     }
@@ -91,7 +91,7 @@ impl<V: Copy + Send + Sync + 'static> TQueue<V> {
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn is_empty<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<bool, TxError> {
+    pub fn is_empty<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<bool, TxError> {
         Ok(tx.read(&self.head)?.is_none())
     }
 
@@ -100,7 +100,7 @@ impl<V: Copy + Send + Sync + 'static> TQueue<V> {
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn len<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<usize, TxError> {
+    pub fn len<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<usize, TxError> {
         Ok(self.to_vec(tx)?.len())
     }
 
@@ -109,7 +109,7 @@ impl<V: Copy + Send + Sync + 'static> TQueue<V> {
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn to_vec<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Vec<V>, TxError> {
+    pub fn to_vec<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Vec<V>, TxError> {
         let mut out = Vec::new();
         let mut cur = tx.read(&self.head)?;
         while let Some(p) = cur {

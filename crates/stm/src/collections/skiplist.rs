@@ -236,8 +236,8 @@ pub struct TSkipMap<K, V> {
 }
 
 /// One operation's view of the list: the transaction and the map.
-struct Sl<'t, X: ?Sized, K, V> {
-    tx: &'t mut X,
+struct Sl<'a, 't, X: ?Sized, K, V> {
+    tx: &'a mut X,
     map: &'t TSkipMap<K, V>,
 }
 
@@ -248,9 +248,9 @@ type Preds<'t, K, V> = [&'t SLink<K, V>; MAX_LEVEL];
 /// For each level, the node that link points at.
 type Succs<K, V> = [Option<P<K, V>>; MAX_LEVEL];
 
-impl<'t, X, K, V> Sl<'t, X, K, V>
+impl<'a, 't, X, K, V> Sl<'a, 't, X, K, V>
 where
-    X: TxOps + ?Sized,
+    X: TxOps<'t> + ?Sized,
     K: Ord + Copy + Send + Sync + 'static,
     V: Word + Send + Sync,
 {
@@ -501,7 +501,7 @@ where
         }
     }
 
-    fn sl<'t, X: TxOps + ?Sized>(&'t self, tx: &'t mut X) -> Sl<'t, X, K, V> {
+    fn sl<'a, 't, X: TxOps<'t> + ?Sized>(&'t self, tx: &'a mut X) -> Sl<'a, 't, X, K, V> {
         Sl { tx, map: self }
     }
 
@@ -510,7 +510,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn contains<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<bool, TxError> {
+    pub fn contains<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<bool, TxError> {
         Ok(self.sl(tx).find(k)?.is_some())
     }
 
@@ -519,7 +519,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn get<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn get<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         match self.sl(tx).find(k)? {
             Some(p) => Ok(Some(tx.read(Sl::<X, K, V>::value(p))?)),
             None => Ok(None),
@@ -532,7 +532,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn insert<X: TxOps + ?Sized>(&self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
+    pub fn insert<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
         self.sl(tx).insert(k, v)
     }
 
@@ -543,7 +543,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn remove<X: TxOps + ?Sized>(&self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
+    pub fn remove<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: &K) -> Result<Option<V>, TxError> {
         self.sl(tx).remove(k)
     }
 
@@ -552,7 +552,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn first<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Option<(K, V)>, TxError> {
+    pub fn first<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Option<(K, V)>, TxError> {
         self.sl(tx).first()
     }
 
@@ -561,7 +561,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn len<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<usize, TxError> {
+    pub fn len<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<usize, TxError> {
         let mut n = 0;
         self.sl(tx).for_each(|_, _, _| {
             n += 1;
@@ -575,7 +575,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn is_empty<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<bool, TxError> {
+    pub fn is_empty<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<bool, TxError> {
         Ok(tx.read(&self.head[0])?.is_none())
     }
 
@@ -584,7 +584,7 @@ where
     /// # Errors
     ///
     /// The transaction's signal; propagate it with `?`.
-    pub fn to_vec<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
+    pub fn to_vec<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Vec<(K, V)>, TxError> {
         let mut out = Vec::new();
         self.sl(tx).for_each(|tx, k, v| {
             out.push((k, tx.read(v)?));
@@ -602,7 +602,7 @@ where
     ///
     /// The transaction's signal (outer `Result`); the broken invariant
     /// (inner `Result`).
-    pub fn verify<X: TxOps + ?Sized>(&self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
+    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
         self.sl(tx).check()
     }
 }
@@ -798,7 +798,7 @@ mod direct {
     #[derive(Default)]
     struct Direct(Vec<ErasedBox>);
 
-    impl TxOps for Direct {
+    impl TxOps<'_> for Direct {
         fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
             Ok(T::from_word(var.cell().load(Ordering::Relaxed)))
         }

@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 use crate::error::TxError;
+use crate::mode::Mode;
 
 use super::registry::registry;
 use super::thread::with_tx;
@@ -62,14 +63,16 @@ pub fn startup() {
 /// assert_eq!(counter.load(), 2000);
 /// ```
 #[inline]
-pub fn atomically<R, F>(f: F) -> R
+pub fn atomically<'tcell, R, F>(f: F) -> R
 where
-    F: FnMut(&mut Tx) -> Result<R, TxError>,
+    F: FnMut(&mut Tx<'tcell>) -> Result<R, TxError>,
 {
     atomically_with(&Config::DEFAULT, f)
 }
 
-/// [`atomically`] with an explicit configuration (contention manager).
+/// [`atomically`] with an explicit configuration: the contention manager,
+/// and the transaction's [`Mode`] (the closure receives a `Tx<'tcell, M>`;
+/// see [`Config::sampled`] and [`Config::assisted`]).
 ///
 /// A `TxError` that `f` returns without the transaction having raised it
 /// (one made by hand) is treated as what it says: a conflict runs `f`
@@ -89,9 +92,9 @@ where
 /// assert_eq!(atomically_with(&cfg, |tx| tx.update(&v, |x| -x)), -1);
 /// ```
 #[inline]
-pub fn atomically_with<R, F>(cfg: &Config, mut f: F) -> R
+pub fn atomically_with<'tcell, M: Mode, R, F>(cfg: &Config<M>, mut f: F) -> R
 where
-    F: FnMut(&mut Tx) -> Result<R, TxError>,
+    F: FnMut(&mut Tx<'tcell, M>) -> Result<R, TxError>,
 {
     loop {
         match try_atomically_with(cfg, &mut f) {
@@ -143,9 +146,9 @@ where
 /// assert_eq!(acct.load(), 10);
 /// ```
 #[inline]
-pub fn try_atomically<R, E, F>(f: F) -> Result<R, E>
+pub fn try_atomically<'tcell, R, E, F>(f: F) -> Result<R, E>
 where
-    F: FnMut(&mut Tx) -> Result<R, E>,
+    F: FnMut(&mut Tx<'tcell>) -> Result<R, E>,
 {
     try_atomically_with(&Config::DEFAULT, f)
 }
@@ -160,9 +163,9 @@ where
 ///
 /// As [`atomically`].
 #[inline]
-pub fn try_atomically_with<R, E, F>(cfg: &Config, mut f: F) -> Result<R, E>
+pub fn try_atomically_with<'tcell, M: Mode, R, E, F>(cfg: &Config<M>, mut f: F) -> Result<R, E>
 where
-    F: FnMut(&mut Tx) -> Result<R, E>,
+    F: FnMut(&mut Tx<'tcell, M>) -> Result<R, E>,
 {
     with_tx(|tx| tx.run(cfg, &mut f))
 }

@@ -8,7 +8,7 @@ use core::cell::Cell;
 use crate::primitive::UnsafeCell;
 
 use super::registry::{ThreadRecord, registry};
-use super::tx::Tx;
+use super::tx::TxCore;
 
 /// The per-thread state behind `atomically` and the epoch guards.
 pub(crate) struct ThreadState {
@@ -19,7 +19,7 @@ pub(crate) struct ThreadState {
     /// This thread's record number, once registered.
     record_no: Cell<Option<usize>>,
     /// The descriptor, made on the first transaction.
-    tx: UnsafeCell<Option<Tx>>,
+    tx: UnsafeCell<Option<TxCore>>,
 }
 
 impl ThreadState {
@@ -132,7 +132,7 @@ fn nested() -> ! {
 ///
 /// If the descriptor is in use (a transaction calling `atomically`).
 #[inline(always)]
-pub(crate) fn with_tx<R>(f: impl FnOnce(&mut Tx) -> R) -> R {
+pub(crate) fn with_tx<R>(f: impl FnOnce(&mut TxCore) -> R) -> R {
     with_thread(|t| {
         if t.busy.replace(true) {
             nested();
@@ -145,7 +145,7 @@ pub(crate) fn with_tx<R>(f: impl FnOnce(&mut Tx) -> R) -> R {
             let cell = unsafe { &mut *cell };
             let tx = match cell {
                 Some(tx) => tx,
-                None => cell.insert(Tx::new(t.record_no())),
+                None => cell.insert(TxCore::new(t.record_no())),
             };
             f(tx)
         })

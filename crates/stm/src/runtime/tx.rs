@@ -1,13 +1,17 @@
-//! The transaction descriptor [`Tx`]: one per thread, reused across
+//! The transaction descriptor ([`TxCore`]): one per thread, reused across
 //! attempts and transactions. It runs a closure as a transaction (begin,
-//! conflict, retry, commit, roll back) and is what the closure's [`TxOps`]
-//! calls reach.
+//! conflict, retry, commit, roll back), handing the closure a [`Tx`]: the
+//! same descriptor seen through a type that carries the transaction's
+//! lifetime `'tcell` and its [`Mode`], and implements [`TxOps`].
 
-use crate::assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
+use core::marker::PhantomData;
+
+use crate::assist::{AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
 use crate::config::Config;
 use crate::engine::engine;
 use crate::erased::ErasedBox;
 use crate::error::{AbortReason, TxError};
+use crate::mode::{Mode, Plain};
 use crate::raw::{Committed, TxState};
 use crate::tvar::TVar;
 use crate::txops::TxOps;
@@ -20,10 +24,46 @@ use super::registry::{ThreadRecord, registry};
 use super::retry::{wait_for_change, wake_waiters};
 use super::sampling::{AccessKind, Sampler};
 
-/// The transaction descriptor of a thread, handed to the closure of
-/// [`atomically`](crate::atomically) as `&mut Tx`. Use it through [`TxOps`].
+/// A running transaction, handed to the closure of
+/// [`atomically`](crate::atomically) as `&mut Tx<'tcell>`. Use it through
+/// [`TxOps`].
+///
+/// - `'tcell` outlives the call of `atomically` that runs the closure:
+///   every variable the transaction writes is borrowed for it, so none can
+///   be dropped or moved before the commit stores to it (see
+///   [`TxOps`](TxOps#the-lifetime-tcell)). `Tx` is invariant in `'tcell`.
+/// - `M` is the transaction's [`Mode`], fixed for the whole transaction by
+///   the [`Config`] it runs with: a [`Plain`] transaction's accesses carry
+///   no sampler or assist code at all.
+///
+/// A `Tx` exists only behind the `&mut` its closure receives, on the thread
+/// that runs it (it is neither `Send` nor `Sync`).
+#[repr(transparent)]
+pub struct Tx<'tcell, M: Mode = Plain> {
+    core: TxCore,
+    _mode: PhantomData<M>,
+    _tcell: Invariant<'tcell>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+/// Makes a type invariant in `'a` (it appears both as an argument and as
+/// a result of a function pointer).
+type Invariant<'a> = PhantomData<fn(&'a ()) -> &'a ()>;
+
+impl<M: Mode> core::fmt::Debug for Tx<'_, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tx")
+            .field("mode", &crate::mode::mode_name::<M>())
+            .field("snapshot", &self.core.st.rv())
+            .field("reads", &self.core.st.read_set_len())
+            .field("writes", &self.core.st.write_set_len())
+            .finish()
+    }
+}
+
+/// The transaction descriptor of a thread (see the module docs).
 #[derive(Debug)]
-pub struct Tx {
+pub(crate) struct TxCore {
     st: TxState,
     record: &'static ThreadRecord,
     /// The first signal raised in this attempt; the attempt cannot commit
@@ -45,39 +85,32 @@ pub struct Tx {
     throttle: Throttle,
 }
 
-impl Tx {
-    /// The descriptor of the thread holding record `record_no`.
-    pub(crate) fn new(record_no: usize) -> Tx {
-        let owner = record_no as u64 + 1;
-        Tx {
-            st: TxState::new(owner),
-            record: registry().record(record_no),
-            pending: None,
-            allocs: Vec::new(),
-            frees: Vec::new(),
-            garbage: Garbage::default(),
-            contention: Contention::new(owner),
-            sampler: Sampler::default(),
-            retry_locks: Vec::new(),
-            assist: AssistSlot::Untried,
-            assisted: false,
-            throttle: Throttle::NONE,
-        }
+impl<'tcell, M: Mode> Tx<'tcell, M> {
+    /// The descriptor seen as a transaction of lifetime `'tcell` in mode `M`.
+    ///
+    /// Private to this module: only [`TxCore::run`] calls it, with the
+    /// `'tcell` of the `atomically` call it serves (its `F` bound).
+    #[inline(always)]
+    fn from_core(core: &mut TxCore) -> &mut Self {
+        // SAFETY: `Tx` is `repr(transparent)` over `TxCore` (its other field
+        // is a zero-sized `PhantomData`), so the pointer is to a valid `Tx`
+        // with the same layout; the returned borrow is the input borrow.
+        unsafe { &mut *(core as *mut TxCore).cast::<Self>() }
     }
 
     /// The snapshot bound of the running attempt (a clock value).
     pub fn snapshot(&self) -> u64 {
-        self.st.rv()
+        self.core.st.rv()
     }
 
     /// Reads recorded so far in this attempt.
     pub fn read_set_len(&self) -> usize {
-        self.st.read_set_len()
+        self.core.st.read_set_len()
     }
 
     /// Distinct words written so far in this attempt.
     pub fn write_set_len(&self) -> usize {
-        self.st.write_set_len()
+        self.core.st.write_set_len()
     }
 
     /// Validates the read set now, and aborts the attempt (returns the
@@ -86,7 +119,7 @@ impl Tx {
     /// Plain mode: a full scan of the read set, even when nothing committed
     /// since the snapshot (an explicit, possibly unnecessary validation, as
     /// the STM² paper's Eigenbench adds every N operations). Assisted mode
-    /// ([`Assist::Validation`]): the auxiliary thread is asked for a full
+    /// ([`Config::assisted`]): the auxiliary thread is asked for a full
     /// pass and this returns at once, with the conflict if the auxiliary
     /// already found a stale read; reads kept on this thread (ring full)
     /// are checked here. Either way the values read so far were consistent
@@ -112,14 +145,41 @@ impl Tx {
     /// assert_eq!(x, 3);
     /// ```
     pub fn validate(&mut self) -> Result<(), TxError> {
-        let ok = match (&mut self.assist, self.assisted) {
+        self.core.validate(M::ASSISTED)
+    }
+}
+
+impl TxCore {
+    /// The descriptor of the thread holding record `record_no`.
+    pub(crate) fn new(record_no: usize) -> TxCore {
+        let owner = record_no as u64 + 1;
+        TxCore {
+            st: TxState::new(owner),
+            record: registry().record(record_no),
+            pending: None,
+            allocs: Vec::new(),
+            frees: Vec::new(),
+            garbage: Garbage::default(),
+            contention: Contention::new(owner),
+            sampler: Sampler::default(),
+            retry_locks: Vec::new(),
+            assist: AssistSlot::Untried,
+            assisted: false,
+            throttle: Throttle::NONE,
+        }
+    }
+
+    /// [`Tx::validate`]; `assisted_mode`: the transaction's mode is assisted.
+    fn validate(&mut self, assisted_mode: bool) -> Result<(), TxError> {
+        let ok = match (&mut self.assist, assisted_mode && self.assisted) {
             (AssistSlot::Active(a), true) => a.validate_now(&self.st, engine()),
             _ => self.st.validate(engine()),
         };
         if ok {
             return Ok(());
         }
-        let reason = if self.assisted { AbortReason::AuxiliaryConflict } else { AbortReason::ValidateOnRead };
+        let reason =
+            if assisted_mode && self.assisted { AbortReason::AuxiliaryConflict } else { AbortReason::ValidateOnRead };
         Err(self.signal(TxError::Conflict(reason)))
     }
 
@@ -131,8 +191,8 @@ impl Tx {
 
     /// Whether this run of a transaction with `cfg` is assisted.
     #[inline]
-    fn use_assist(&mut self, cfg: &Config) -> bool {
-        if cfg.assist == Assist::Off {
+    fn use_assist<M: Mode>(&mut self, cfg: &Config<M>) -> bool {
+        if !M::ASSISTED {
             return false;
         }
         self.throttle = cfg.throttle;
@@ -247,7 +307,7 @@ impl Tx {
     }
 
     #[cold]
-    fn conflict(&mut self, reason: AbortReason, cfg: &Config, attempt: &mut u32) {
+    fn conflict<M: Mode>(&mut self, reason: AbortReason, cfg: &Config<M>, attempt: &mut u32) {
         self.rollback(reason);
         *attempt = attempt.saturating_add(1);
         self.contention.after_abort(cfg.contention, *attempt);
@@ -297,16 +357,20 @@ impl Tx {
     }
 
     /// Runs `f` as a transaction until it commits or returns a user error.
-    pub(crate) fn run<R, E, F>(&mut self, cfg: &Config, f: &mut F) -> Result<R, E>
+    ///
+    /// `'tcell` is the lifetime parameter of the public entry point that
+    /// calls this (`try_atomically_with` and the functions over it): it
+    /// outlives that call, and every attempt begins and ends inside this one.
+    pub(crate) fn run<'tcell, M: Mode, R, E, F>(&mut self, cfg: &Config<M>, f: &mut F) -> Result<R, E>
     where
-        F: FnMut(&mut Tx) -> Result<R, E>,
+        F: FnMut(&mut Tx<'tcell, M>) -> Result<R, E>,
     {
         self.assisted = self.use_assist(cfg);
         self.begin_first();
         let g = AttemptGuard { tx: self };
         let mut attempt = 0u32;
         loop {
-            let res = f(g.tx);
+            let res = f(Tx::from_core(g.tx));
             let tx = &mut *g.tx;
             if let Some(sig) = tx.pending.take() {
                 match sig {
@@ -359,11 +423,11 @@ impl Tx {
 
 /// Rolls the attempt back if the closure unwinds.
 struct AttemptGuard<'a> {
-    tx: &'a mut Tx,
+    tx: &'a mut TxCore,
 }
 
 impl<'a> AttemptGuard<'a> {
-    fn disarm(self) -> &'a mut Tx {
+    fn disarm(self) -> &'a mut TxCore {
         let me = core::mem::ManuallyDrop::new(self);
         // SAFETY: `me` is never dropped, so moving the reference out leaves
         // no second user of it.
@@ -380,64 +444,69 @@ impl Drop for AttemptGuard<'_> {
     }
 }
 
-impl Drop for Tx {
+impl Drop for TxCore {
     fn drop(&mut self) {
         self.garbage.hand_over();
     }
 }
 
-impl TxOps for Tx {
+impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
-        if self.sampler.enabled && self.sampler.tick() {
-            self.sample(var.addr(), AccessKind::Read);
+        let core = &mut self.core;
+        // `M::SAMPLED` and `M::ASSISTED` are constants: a plain transaction's
+        // read is the protocol's read and nothing else.
+        if M::SAMPLED && core.sampler.enabled && core.sampler.tick() {
+            core.sample(var.addr(), AccessKind::Read);
         }
-        if self.assisted {
-            return self.read_assisted(var);
+        if M::ASSISTED && core.assisted {
+            return core.read_assisted(var);
         }
-        match self.st.read(engine(), var.cell()) {
+        match core.st.read(engine(), var.cell()) {
             Ok(w) => Ok(T::from_word(w)),
-            Err(reason) => Err(self.signal(TxError::Conflict(reason))),
+            Err(reason) => Err(core.signal(TxError::Conflict(reason))),
         }
     }
 
     #[inline(always)]
-    fn write<T: Word>(&mut self, var: &TVar<T>, value: T) -> Result<(), TxError> {
-        if self.sampler.enabled && self.sampler.tick() {
-            self.sample(var.addr(), AccessKind::Write);
+    fn write<T: Word>(&mut self, var: &'tcell TVar<T>, value: T) -> Result<(), TxError> {
+        let core = &mut self.core;
+        if M::SAMPLED && core.sampler.enabled && core.sampler.tick() {
+            core.sample(var.addr(), AccessKind::Write);
         }
-        if self.assisted && self.assist_conflicted() {
-            return Err(self.signal(TxError::Conflict(AbortReason::AuxiliaryConflict)));
+        if M::ASSISTED && core.assisted && core.assist_conflicted() {
+            return Err(core.signal(TxError::Conflict(AbortReason::AuxiliaryConflict)));
         }
         // SAFETY: `TxState::write` needs `var` alive and in place until this
-        // attempt ends. That holds for every variable the closure reaches
-        // from outside itself: one it borrows from its environment stays
-        // borrowed for the whole `atomically` call, and one inside a
-        // transactional object stays alive while this transaction runs
-        // (reclamation waits for it). It is NOT enforced for a variable
-        // that the closure itself creates and then drops or moves before
-        // the attempt ends: `TxOps::write` states this as a rule of use
-        // ("Variables written must outlive the transaction"), which safe code
-        // can break. Closing that gap needs a lifetime on `TxOps` (as swym's
-        // `Write<'tcell>`); see the crate README, "Soundness".
-        unsafe { self.st.write(engine(), var.cell(), value.to_word()) };
+        // attempt ends. `var` is borrowed for `'tcell`, so it is neither
+        // dropped nor moved while `'tcell` lasts. Safe code reaches a
+        // `Tx<'tcell, M>` only as the argument `TxCore::run` passes to the
+        // closure of one `atomically`/`try_atomically` call (`from_core` is
+        // private to this module, `Tx` has no constructor, and being
+        // `!Send` it cannot reach another thread's call), and there
+        // `'tcell` is a lifetime parameter of that public function, so it
+        // outlives the call; the attempt ends inside the call (commit,
+        // rollback, or `AttemptGuard::drop` while unwinding). Invariance
+        // keeps a `&mut Tx<'tcell>` from being used as a `Tx` of a shorter
+        // lifetime. So `var` outlives the attempt, whoever the caller is.
+        unsafe { core.st.write(engine(), var.cell(), value.to_word()) };
         Ok(())
     }
 
     #[inline]
     fn alloc<T: Send + Sync + 'static>(&mut self, value: T) -> Result<TPtr<T>, TxError> {
         let p = TPtr::from_box(Box::new(value));
-        self.allocs.push(ErasedBox::new(p));
+        self.core.allocs.push(ErasedBox::new(p));
         Ok(p)
     }
 
     #[inline]
     unsafe fn free<T: Send + Sync + 'static>(&mut self, ptr: TPtr<T>) -> Result<(), TxError> {
-        self.frees.push(ErasedBox::new(ptr));
+        self.core.frees.push(ErasedBox::new(ptr));
         Ok(())
     }
 
     fn retry(&mut self) -> TxError {
-        self.signal(TxError::Retry)
+        self.core.signal(TxError::Retry)
     }
 }

@@ -91,7 +91,7 @@ impl RunReport {
     ///     type Shared = TVar<u64>;
     ///     type PerWorker = ();
     ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-    ///     fn process<X: TxOps>(&self, tx: &mut X, u: &u64, _: &mut (), t: &TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
+    ///     fn process<'t, X: TxOps<'t>>(&'t self, tx: &mut X, u: &u64, _: &mut (), t: &'t TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
     ///         tx.update(t, |v| v + u).map(|_| ())
     ///     }
     /// }
