@@ -5,9 +5,10 @@ set -eu
 
 need=""
 # openmpi-bin, libopenmpi-dev and libclang-dev (bindgen) build and run the
-# `mpi` feature's tests under mpirun.
+# `mpi` feature's tests under mpirun; valgrind counts the STM's costs
+# (crates/costs).
 for pkg in libhwloc-dev libudev-dev pkg-config qemu-system-x86 busybox-static cpio binutils \
-    openmpi-bin libopenmpi-dev libclang-dev; do
+    openmpi-bin libopenmpi-dev libclang-dev valgrind; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 # The emulated NUMA machine boots a Debian 6.1 kernel fetched by `apt-get download`.

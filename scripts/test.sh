@@ -18,6 +18,11 @@ step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # again here: clippy above has type-checked them (`--all-targets`).
 step cargo test --workspace --lib --bins --tests --quiet
 step cargo test --workspace --doc --quiet
+# The STM's per-operation costs (a read, a write, a commit, one intset and
+# one vacation transaction), counted under callgrind and compared with the
+# committed baselines in crates/costs/baseline.json: fails when a count grew
+# by more than 3% (crates/costs says why counts, not timings).
+step cargo run --quiet -p skelaff-costs --profile costs -- check
 # Feature `mpi`: its lints and docs, the distributed operators under mpirun
 # (1-4 ranks, --oversubscribe) and the CLI under mpirun. As root, mpirun
 # needs these two variables (the tests also pass --allow-run-as-root).

@@ -168,7 +168,7 @@ pub(crate) struct Hash<S: WordStm> {
     max_steps: usize,
 }
 
-pub(crate) const HASH_BUCKETS: usize = 1 << 17;
+pub(crate) use skelaff_costs::intset::HASH_BUCKETS;
 
 #[inline]
 pub(crate) fn knuth_bucket(k: u64) -> usize {

@@ -29,6 +29,7 @@ use clap::{Parser, ValueEnum};
 
 use arena::{Hash, List, RbTree, SkipList, TxSet, WordStm};
 use skelaff::stm::{self, Config, ContentionManager, Stats};
+use skelaff_costs::intset::{Counts, IntSet, Mix, Rng, StmSet, fill};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Structure {
@@ -151,92 +152,6 @@ impl Args {
         Ok(Params { range, update: self.update, alternate: !self.no_alternate, cm: self.cm.parse()? })
     }
 }
-
-/// A set the driver can run: one operation = one transaction (or one
-/// critical section).
-trait IntSet: Sync {
-    fn add(&self, v: u64) -> bool;
-    fn remove(&self, v: u64) -> bool;
-    fn contains(&self, v: u64) -> bool;
-    /// The size, once the threads have stopped.
-    fn size(&self) -> usize;
-    /// A structural check, once the threads have stopped.
-    fn verify(&self) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    #[inline]
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) % n
-    }
-}
-
-// ---- skelaff ------------------------------------------------------------
-
-struct Skelaff<C> {
-    set: C,
-    cfg: Config,
-}
-
-macro_rules! skelaff_set {
-    ($t:ty, $verify:expr) => {
-        impl IntSet for Skelaff<$t> {
-            #[inline]
-            fn add(&self, v: u64) -> bool {
-                stm::atomically_with(&self.cfg, |tx| Ok(self.set.insert(tx, v, ())?.is_none()))
-            }
-            #[inline]
-            fn remove(&self, v: u64) -> bool {
-                stm::atomically_with(&self.cfg, |tx| Ok(self.set.remove(tx, &v)?.is_some()))
-            }
-            #[inline]
-            fn contains(&self, v: u64) -> bool {
-                stm::atomically_with(&self.cfg, |tx| self.set.contains(tx, &v))
-            }
-            fn size(&self) -> usize {
-                stm::atomically(|tx| self.set.len(tx))
-            }
-            fn verify(&self) -> Result<(), String> {
-                #[allow(clippy::redundant_closure_call)]
-                ($verify)(&self.set)
-            }
-        }
-    };
-}
-
-skelaff_set!(stm::TList<u64, ()>, |_: &stm::TList<u64, ()>| Ok(()));
-skelaff_set!(stm::THashMap<u64, (), KnuthBuild>, |_: &stm::THashMap<u64, (), KnuthBuild>| Ok(()));
-skelaff_set!(stm::TMap<u64, ()>, |m: &stm::TMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
-skelaff_set!(stm::TBTreeMap<u64, ()>, |m: &stm::TBTreeMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
-skelaff_set!(stm::TSkipMap<u64, ()>, |m: &stm::TSkipMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
-
-/// TinySTM's hash: Knuth's multiplicative hash of the low 32 bits.
-#[derive(Default, Clone, Copy)]
-struct KnuthHasher(u64);
-
-impl std::hash::Hasher for KnuthHasher {
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("intset hashes only u64 keys")
-    }
-    fn write_u64(&mut self, k: u64) {
-        self.0 = u64::from((k as u32).wrapping_mul(2_654_435_761));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type KnuthBuild = std::hash::BuildHasherDefault<KnuthHasher>;
 
 // ---- peers --------------------------------------------------------------
 
@@ -419,14 +334,11 @@ fn make(structure: Structure, backend: Backend, p: &Params) -> Box<dyn IntSet + 
     let cfg = Config::new().contention(p.cm);
     let r = p.range;
     match (backend, structure) {
-        (Backend::Skelaff, Structure::Ll) => Box::new(Skelaff { set: stm::TList::<u64, ()>::new(), cfg }),
-        (Backend::Skelaff, Structure::Rb) => Box::new(Skelaff { set: stm::TMap::<u64, ()>::new(), cfg }),
-        (Backend::Skelaff, Structure::Bt) => Box::new(Skelaff { set: stm::TBTreeMap::<u64, ()>::new(), cfg }),
-        (Backend::Skelaff, Structure::Hs) => Box::new(Skelaff {
-            set: stm::THashMap::with_buckets_and_hasher(arena::HASH_BUCKETS, KnuthBuild::default()),
-            cfg,
-        }),
-        (Backend::Skelaff, Structure::Sl) => Box::new(Skelaff { set: stm::TSkipMap::<u64, ()>::new(), cfg }),
+        (Backend::Skelaff, Structure::Ll) => Box::new(StmSet::ll().with_config(cfg)),
+        (Backend::Skelaff, Structure::Rb) => Box::new(StmSet::rb().with_config(cfg)),
+        (Backend::Skelaff, Structure::Bt) => Box::new(StmSet::bt().with_config(cfg)),
+        (Backend::Skelaff, Structure::Hs) => Box::new(StmSet::hs().with_config(cfg)),
+        (Backend::Skelaff, Structure::Sl) => Box::new(StmSet::sl().with_config(cfg)),
         (Backend::Mutex, Structure::Ll) => Box::new(Locked(parking_lot::Mutex::new(SortedList::default()))),
         (Backend::Mutex, Structure::Hs) => Box::new(Locked(parking_lot::Mutex::new(HashSet::<u64>::new()))),
         (Backend::Mutex, _) => Box::new(Locked(parking_lot::Mutex::new(BTreeSet::<u64>::new()))),
@@ -450,61 +362,17 @@ fn words<S: WordStm>(stm: S, structure: Structure, range: u64) -> Box<dyn IntSet
 
 #[derive(Default)]
 struct ThreadResult {
-    adds: u64,
-    removes: u64,
-    contains: u64,
-    found: u64,
-    diff: i64,
+    counts: Counts,
     stats: Stats,
 }
 
 fn worker(set: &dyn IntSet, p: &Params, seed: u64, stop: &AtomicBool, start: &Barrier) -> ThreadResult {
-    let mut rng = Rng::new(seed);
+    let mut mix = Mix::new(seed, p.range, p.update, p.alternate);
     let mut r = ThreadResult::default();
-    let mut last: Option<u64> = None;
     Stats::take_thread();
     start.wait();
     while !stop.load(Ordering::Relaxed) {
-        let op = rng.below(100) as u32;
-        if op < p.update {
-            if p.alternate {
-                match last.take() {
-                    None => {
-                        let v = rng.below(p.range) + 1;
-                        if set.add(v) {
-                            r.diff += 1;
-                            last = Some(v);
-                        }
-                        r.adds += 1;
-                    }
-                    Some(v) => {
-                        if set.remove(v) {
-                            r.diff -= 1;
-                        }
-                        r.removes += 1;
-                    }
-                }
-            } else {
-                let v = rng.below(p.range) + 1;
-                if op & 1 == 0 {
-                    if set.add(v) {
-                        r.diff += 1;
-                    }
-                    r.adds += 1;
-                } else {
-                    if set.remove(v) {
-                        r.diff -= 1;
-                    }
-                    r.removes += 1;
-                }
-            }
-        } else {
-            let v = rng.below(p.range) + 1;
-            if set.contains(v) {
-                r.found += 1;
-            }
-            r.contains += 1;
-        }
+        mix.step(set, &mut r.counts);
     }
     r.stats = Stats::take_thread();
     r
@@ -526,12 +394,7 @@ fn main() -> ExitCode {
     };
     let set: Arc<dyn IntSet + Send> = Arc::from(make(args.structure, args.backend, &p));
     let mut rng = Rng::new(seed);
-    let mut size = 0u64;
-    while size < args.initial {
-        if set.add(rng.below(p.range) + 1) {
-            size += 1;
-        }
-    }
+    fill(&*set, args.initial, p.range, &mut rng);
     let initial_size = set.size();
     let stop = Arc::new(AtomicBool::new(false));
     let start = Arc::new(Barrier::new(args.threads + 1));
@@ -562,9 +425,9 @@ fn main() -> ExitCode {
     let (mut reads, mut updates, mut diff) = (0u64, 0u64, 0i64);
     for r in &results {
         stats.merge(&r.stats);
-        reads += r.contains;
-        updates += r.adds + r.removes;
-        diff += r.diff;
+        reads += r.counts.contains;
+        updates += r.counts.adds + r.counts.removes;
+        diff += r.counts.diff;
     }
     let expected = initial_size as i64 + diff;
     let final_size = set.size();

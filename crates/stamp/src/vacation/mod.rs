@@ -390,6 +390,70 @@ fn outcome(
     Outcome { app: Vacation::NAME, report, time, check, figures }
 }
 
+/// Vacation's tables and clients, with each client transaction run on the
+/// calling thread in its own [`atomically`]: the cost of one client
+/// transaction on the STM without the skeleton around it (what the STM's
+/// instruction-count guard, `crates/costs`, counts).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stamp::vacation::{ClientBench, VacationArgs};
+///
+/// let args = VacationArgs { relations: 256, transactions: 200, ..VacationArgs::default() };
+/// let mut bench = ClientBench::new(&args)?;
+/// bench.run(0..200);
+/// assert!(bench.check(256).is_ok());
+/// # Ok::<(), skelaff_stamp::AppError>(())
+/// ```
+#[derive(Debug)]
+pub struct ClientBench {
+    manager: Manager,
+    workload: Workload,
+    anomalies: u64,
+}
+
+impl ClientBench {
+    /// The tables of `args` (`-r`, `--seed`), built transactionally, and
+    /// its clients' requests (`-n`, `-q`, `-u`); `-c`, `-t` and `--batch`
+    /// are not used.
+    ///
+    /// # Errors
+    ///
+    /// [`AppError::Invalid`] for flags out of range.
+    pub fn new(args: &VacationArgs) -> Result<Self, AppError> {
+        let workload = args.workload()?;
+        let manager = Manager::default();
+        let mut anomalies = 0;
+        for chunk in initial_entries(args.seed, args.relations).chunks(POPULATE_CHUNK) {
+            atomically(|tx| populate(&mut TxTables { tx, m: &manager, anomalies: &mut anomalies }, chunk));
+        }
+        Ok(ClientBench { manager, workload, anomalies })
+    }
+
+    /// Runs client transactions `range` (the request of transaction `i`
+    /// depends on `i` and the seed only), one transaction each.
+    pub fn run(&mut self, range: std::ops::Range<u32>) {
+        let (manager, workload, anomalies) = (&self.manager, &self.workload, &mut self.anomalies);
+        for i in range {
+            atomically(|tx| workload.run(&mut TxTables { tx, m: manager, anomalies }, i));
+        }
+    }
+
+    /// Vacation's self-check of the tables for `relations` entries per
+    /// table, and no impossible state met.
+    ///
+    /// # Errors
+    ///
+    /// What the check found wrong.
+    pub fn check(&self, relations: u32) -> Result<String, String> {
+        if self.anomalies > 0 {
+            return Err(format!("{} transactions met an impossible reservation state", self.anomalies));
+        }
+        self.manager.snapshot()?.check(relations)
+    }
+}
+
 /// Runs vacation's transactions sequentially and returns the final tables
 /// (the same requests, in the order `shuffle` gives, as
 /// `CommonArgs { sequential: true, .. }`).
