@@ -219,26 +219,27 @@ impl TxCore {
     /// First attempt: announce the start (with the fence that pairs with
     /// reclamation; see the registry's docs), then begin.
     #[inline]
-    fn begin_first(&mut self) {
+    fn begin_first<M: Mode>(&mut self) {
         let s = engine().now();
         self.record.announce_tx(s);
         self.st.begin_at(s);
-        self.assist_begin();
+        self.assist_begin::<M>();
     }
 
     /// A later attempt: the record already protects an older start, so
     /// moving it forward needs no fence.
     #[inline]
-    fn begin_again(&mut self) {
+    fn begin_again<M: Mode>(&mut self) {
         let s = engine().now();
         self.record.advance_tx(s);
         self.st.begin_at(s);
-        self.assist_begin();
+        self.assist_begin::<M>();
     }
 
+    /// The mode is a constant: a plain transaction has no assist code here.
     #[inline(always)]
-    fn assist_begin(&mut self) {
-        if self.assisted {
+    fn assist_begin<M: Mode>(&mut self) {
+        if M::ASSISTED && self.assisted {
             if let AssistSlot::Active(a) = &mut self.assist {
                 a.begin(self.throttle);
             }
@@ -246,8 +247,8 @@ impl TxCore {
     }
 
     #[inline(always)]
-    fn assist_end(&mut self) {
-        if self.assisted {
+    fn assist_end<M: Mode>(&mut self) {
+        if M::ASSISTED && self.assisted {
             if let AssistSlot::Active(a) = &mut self.assist {
                 a.end();
             }
@@ -257,8 +258,8 @@ impl TxCore {
     /// Commits the attempt: the plain protocol, or with the auxiliary's
     /// verdict standing in for the read-set validation.
     #[inline]
-    fn commit(&mut self) -> Result<Committed, AbortReason> {
-        match (&mut self.assist, self.assisted) {
+    fn commit<M: Mode>(&mut self) -> Result<Committed, AbortReason> {
+        match (&mut self.assist, M::ASSISTED && self.assisted) {
             (AssistSlot::Active(a), true) => {
                 let throttle = self.throttle;
                 self.st.commit_checked(engine(), |st, bound| a.confirm(st, engine(), bound, throttle))
@@ -311,23 +312,23 @@ impl TxCore {
         self.rollback(reason);
         *attempt = attempt.saturating_add(1);
         self.contention.after_abort(cfg.contention, *attempt);
-        self.begin_again();
+        self.begin_again::<M>();
     }
 
     /// `retry`: remember what was read, roll back, wait until one of those
     /// stripes moves past the snapshot (or a poll interval passes), run again.
     #[cold]
-    fn retry_later(&mut self) {
+    fn retry_later<M: Mode>(&mut self) {
         let rv = self.st.rv();
         self.retry_locks.clear();
         self.retry_locks.extend_from_slice(self.st.read_locks());
         self.retry_locks.sort_unstable();
         self.retry_locks.dedup();
         self.rollback(AbortReason::Retry);
-        self.assist_end();
+        self.assist_end::<M>();
         self.record.end_tx();
         wait_for_change(&self.retry_locks, rv);
-        self.begin_first();
+        self.begin_first::<M>();
     }
 
     #[inline]
@@ -342,14 +343,15 @@ impl TxCore {
         if !self.frees.is_empty() {
             self.garbage.retire(&mut self.frees);
         }
-        self.st.rollback();
+        // The sets are cleared when the next attempt begins (`begin_at`);
+        // the write set's addresses are never used again before that.
     }
 
     /// Ends the transaction: the record no longer protects anything, and
     /// garbage is collected when enough has piled up.
     #[inline]
-    fn finish(&mut self) {
-        self.assist_end();
+    fn finish<M: Mode>(&mut self) {
+        self.assist_end::<M>();
         self.record.end_tx();
         if self.garbage.wants_collect() {
             self.garbage.collect();
@@ -366,8 +368,8 @@ impl TxCore {
         F: FnMut(&mut Tx<'tcell, M>) -> Result<R, E>,
     {
         self.assisted = self.use_assist(cfg);
-        self.begin_first();
-        let g = AttemptGuard { tx: self };
+        self.begin_first::<M>();
+        let g = AttemptGuard::<M> { tx: self, _mode: PhantomData };
         let mut attempt = 0u32;
         loop {
             let res = f(Tx::from_core(g.tx));
@@ -375,7 +377,7 @@ impl TxCore {
             if let Some(sig) = tx.pending.take() {
                 match sig {
                     TxError::Conflict(reason) => tx.conflict(reason, cfg, &mut attempt),
-                    TxError::Retry => tx.retry_later(),
+                    TxError::Retry => tx.retry_later::<M>(),
                     TxError::Stop(reason) => {
                         panic!(
                             "skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop"
@@ -385,11 +387,11 @@ impl TxCore {
                 continue;
             }
             match res {
-                Ok(r) => match tx.commit() {
+                Ok(r) => match tx.commit::<M>() {
                     Ok(c) => {
                         tx.committed(c);
                         let tx = g.disarm();
-                        tx.finish();
+                        tx.finish::<M>();
                         return Ok(r);
                     }
                     Err(reason) => tx.conflict(reason, cfg, &mut attempt),
@@ -397,7 +399,7 @@ impl TxCore {
                 Err(e) => {
                     tx.rollback(AbortReason::Explicit);
                     let tx = g.disarm();
-                    tx.finish();
+                    tx.finish::<M>();
                     return Err(e);
                 }
             }
@@ -422,11 +424,12 @@ impl TxCore {
 }
 
 /// Rolls the attempt back if the closure unwinds.
-struct AttemptGuard<'a> {
+struct AttemptGuard<'a, M: Mode> {
     tx: &'a mut TxCore,
+    _mode: PhantomData<M>,
 }
 
-impl<'a> AttemptGuard<'a> {
+impl<'a, M: Mode> AttemptGuard<'a, M> {
     fn disarm(self) -> &'a mut TxCore {
         let me = core::mem::ManuallyDrop::new(self);
         // SAFETY: `me` is never dropped, so moving the reference out leaves
@@ -435,12 +438,12 @@ impl<'a> AttemptGuard<'a> {
     }
 }
 
-impl Drop for AttemptGuard<'_> {
+impl<M: Mode> Drop for AttemptGuard<'_, M> {
     fn drop(&mut self) {
         // Only reached by unwinding out of the closure (or of a drop it
         // caused): no lock is held outside `commit`, so rolling back is all.
         self.tx.rollback(AbortReason::Panic);
-        self.tx.finish();
+        self.tx.finish::<M>();
     }
 }
 
