@@ -13,13 +13,17 @@ with its own Makefiles (lib/libstm.a, then test/intset), so the checkout
 stays untouched. Each --build is a skelaff `examples/intset` binary (build
 one from any commit with `cargo build --release --example intset`).
 
-Every round runs each program once per structure and thread count, in a
-fixed order, with the round's seed (1, 2, ...): the programs alternate, so
-a drift of the machine's speed touches them alike. The flags are TinySTM's:
+Every round runs each program once per structure and thread count, with
+the round's seed (1, 2, ...), the programs' order rotated by one each round:
+the programs alternate, so a drift of the machine's speed touches them
+alike, and none always runs first or right after a given other. The flags are TinySTM's:
 -i 4096 -r 8192 -u 20 for rb, hs and sl, and its defaults -i 256 -r 512
 -u 20 for ll (a list of 4096 would spend every transaction walking it).
-Prints the median transactions per second of each program, the ratio of
-each skelaff build to TinySTM and of each build to the first, and with
+Prints the median transactions per second of each program and, for each
+skelaff build, the median over the rounds of its ratio to TinySTM and to
+the first build within the same round (runs of one round are seconds
+apart, so the ratio cancels the host's drift, which on a shared machine
+moves a program's rate by more than the differences measured), and with
 --json one JSON object as the last line. Exits 1 if a run fails or a
 skelaff run's final size check fails.
 """
@@ -105,7 +109,8 @@ def main():
         seed = rnd + 1
         for s in structures:
             for t in threads:
-                for name, path in programs:
+                k = rnd % len(programs)
+                for name, path in programs[k:] + programs[:k]:
                     if path is None:
                         x = run_tinystm(bindir, s, t, seed, a.duration)
                     else:
@@ -118,9 +123,13 @@ def main():
     for s in structures:
         for t in threads:
             med = {n: statistics.median(tps[(n, s, t)]) for n, _ in programs}
+
+            def ratio(a, b):
+                return statistics.median(x / y for x, y in zip(tps[(a, s, t)], tps[(b, s, t)]))
+
             row = {"structure": s, "threads": t, "median_txs_per_s": med,
-                   "vs_tinystm": {n: med[n] / med["tinystm"] for n, _ in builds},
-                   f"vs_{first}": {n: med[n] / med[first] for n, _ in builds},
+                   "vs_tinystm": {n: ratio(n, "tinystm") for n, _ in builds},
+                   f"vs_{first}": {n: ratio(n, first) for n, _ in builds},
                    "runs_txs_per_s": {n: tps[(n, s, t)] for n, _ in programs}}
             rows.append(row)
             cells = "  ".join(f"{n} {med[n] / 1e6:6.2f}M" for n, _ in programs)
