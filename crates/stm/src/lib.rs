@@ -23,14 +23,16 @@ mod tvar;
 mod txops;
 mod word;
 
-pub use assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle, assist_pairing};
+pub use assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
 pub use collections::{TBTreeMap, THashMap, TList, TMap, TQueue, TSkipMap};
 pub use config::{Config, ContentionManager};
 pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
 pub use erased::ErasedBox;
 pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
 pub use mode::{Assisted, Mode, ModeFn, Plain, Sampled, SampledAssisted, mode_name, with_mode};
-pub use runtime::api::{atomically, atomically_with, startup, try_atomically, try_atomically_with};
+#[cfg(feature = "fault-injection")]
+pub use runtime::api::inject_aux_fault;
+pub use runtime::api::{assist_pairing, atomically, atomically_with, startup, try_atomically, try_atomically_with};
 pub use runtime::guard::{EpochGuard, epoch_guard};
 pub use runtime::registry::MAX_THREADS;
 /// The assisted-execution channel, for the loom model of its handshake

@@ -66,7 +66,7 @@ fn a_sleeping_or_panicking_auxiliary_neither_hangs_nor_lets_a_stale_commit_throu
 
     // Every auxiliary sleeps 20 ms per round: each commit gives up waiting
     // after its budget and validates itself.
-    skelaff_stm::assist::inject_aux_fault(20);
+    skelaff_stm::inject_aux_fault(20);
     let start = Instant::now();
     transfers(&cfg, 5_000);
     // Generous: 15 000 transactions that each waited for 20 ms would take
@@ -74,7 +74,7 @@ fn a_sleeping_or_panicking_auxiliary_neither_hangs_nor_lets_a_stale_commit_throu
     assert!(start.elapsed() < Duration::from_secs(120), "assisted transactions waited for a sleeping auxiliary");
 
     // Auxiliaries started now panic at once: their threads are gone.
-    skelaff_stm::assist::inject_aux_fault(u64::MAX);
+    skelaff_stm::inject_aux_fault(u64::MAX);
     transfers(&cfg, 5_000);
-    skelaff_stm::assist::inject_aux_fault(0);
+    skelaff_stm::inject_aux_fault(0);
 }

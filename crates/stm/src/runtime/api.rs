@@ -1,6 +1,7 @@
 //! The public entry points of the runtime: [`atomically`] and its
 //! variants, and [`startup`].
 
+use crate::assist::{AssistPairing, AssistUnavailable, AuxPlacement};
 use crate::config::Config;
 use crate::error::TxError;
 use crate::mode::Mode;
@@ -168,4 +169,40 @@ where
     F: FnMut(&mut Tx<'tcell, M>) -> Result<R, E>,
 {
     with_tx(|tx| tx.run(cfg, &mut f))
+}
+
+/// Sets up the calling thread's auxiliary thread for `placement` (if it has
+/// none yet) and says where it runs, or why there is none. Transactions run
+/// with an [assisted](crate::Assisted) configuration do this themselves on their first run (and
+/// then run plain when it fails); call it first to learn the outcome.
+/// The first placement that succeeds stays for the thread's life.
+///
+/// # Errors
+///
+/// Why the thread gets no auxiliary (kept: later calls give the same answer).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{assist_pairing, atomically_with, Assist, AuxPlacement, Config, TVar, TxOps};
+///
+/// let cfg = Config::new().assisted().placement(AuxPlacement::Anywhere);
+/// std::thread::spawn(move || {
+///     assert!(assist_pairing(AuxPlacement::Anywhere).is_ok());
+///     let v = TVar::new(1u32);
+///     assert_eq!(atomically_with(&cfg, |tx| tx.update(&v, |x| x + 1)), 2);
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+pub fn assist_pairing(placement: AuxPlacement) -> Result<AssistPairing, AssistUnavailable> {
+    with_tx(|tx| tx.assistant(placement))
+}
+
+/// Fault injection for tests, only with the `fault-injection` feature:
+/// every auxiliary thread sleeps this many milliseconds per round (0: none;
+/// `u64::MAX`: panics).
+#[cfg(feature = "fault-injection")]
+pub fn inject_aux_fault(millis: u64) {
+    super::assist::set_fault(millis);
 }

@@ -77,7 +77,7 @@ pub(crate) const RING_CAPACITY: usize = 4096;
 /// its read set itself.
 pub(crate) const WAIT_BUDGET: Duration = Duration::from_micros(200);
 
-/// The injected fault (see `assist::inject_aux_fault`, feature
+/// The injected fault (see `inject_aux_fault`, feature
 /// `fault-injection`); loom builds start no auxiliary threads, so have none.
 #[cfg(all(not(loom), feature = "fault-injection"))]
 static FAULT: AtomicU64 = AtomicU64::new(0);
