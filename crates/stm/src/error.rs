@@ -11,13 +11,13 @@ use core::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum AbortReason {
-    /// A read found its stripe locked by a committing transaction for longer
+    /// A read found its word locked by a committing transaction for longer
     /// than the read spin allows.
     LockedOnRead,
     /// A read found a newer version and the read set no longer validated, so
     /// the snapshot could not be extended.
     ValidateOnRead,
-    /// Commit could not lock a stripe of its write set (held by another committer).
+    /// Commit could not lock a word of its write set (held by another committer).
     LockedOnCommit,
     /// Commit-time validation of the read set failed.
     ValidateOnCommit,

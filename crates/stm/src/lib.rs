@@ -26,7 +26,7 @@ mod word;
 pub use assist::{Assist, AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
 pub use collections::{TBTreeMap, THashMap, TList, TMap, TQueue, TSkipMap};
 pub use config::{Config, ContentionManager};
-pub use engine::{LOCK_TABLE_BITS, LOCK_TABLE_SIZE, clock, locked_stripes};
+pub use engine::clock;
 pub use erased::ErasedBox;
 pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
 pub use mode::{Assisted, Mode, ModeFn, Plain, Sampled, SampledAssisted, mode_name, with_mode};

@@ -1,12 +1,12 @@
 //! The versioned write-lock word and the global clock.
 //!
-//! Every lock of the striped table is one `u64`:
+//! Every word's versioned lock (beside its value in its `TVar`) is one `u64`:
 //!
 //! | bits   | unlocked                    | locked (during a commit)                  |
 //! |--------|-----------------------------|-------------------------------------------|
 //! | 0      | `0`                         | `1` ([`LOCKED`])                          |
 //! | 1..=10 | `0`                         | owner: the committing thread's id, 1..=1023 |
-//! | 11..=63| version: clock value of the last commit that wrote the stripe | the version before locking (kept, so validation can still read it) |
+//! | 11..=63| version: clock value of the last commit that wrote the word | the version before locking (kept, so validation can still read it) |
 //!
 //! States and transitions:
 //!
@@ -24,7 +24,7 @@
 //! safe: any transaction whose snapshot includes that clock value started
 //! after the locks were taken, so it sees them.
 
-/// Bit 0: the stripe is locked by a committing transaction.
+/// Bit 0: the word is locked by a committing transaction.
 pub const LOCKED: u64 = 1;
 /// Position of the owner field (bits 1..=10).
 pub const OWNER_SHIFT: u32 = 1;

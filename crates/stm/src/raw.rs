@@ -1,6 +1,8 @@
-//! The TL2/LSA protocol itself, without the thread-local runtime: a clock
-//! and a striped lock table ([`Engine`]), and one transaction's read set,
-//! redo write set and snapshot bounds ([`TxState`]).
+//! The TL2/LSA protocol itself, without the thread-local runtime: the
+//! global clock ([`Engine`]), a transactional word beside its versioned
+//! lock ([`VWord`], what a [`TVar`](crate::TVar) is), and one
+//! transaction's read set, redo write set and snapshot bound
+//! ([`TxState`]).
 //!
 //! [`atomically`](crate::atomically) drives one global engine; the loom
 //! models (`tests/loom.rs`) build small engines of their own and run this
@@ -8,9 +10,10 @@
 //! protocol step by step.
 //!
 //! The module is public only in loom builds (for those models): a
-//! [`TxState`] records the addresses it will write at commit, so recording
-//! a write is `unsafe` ([`TxState::write`]), and outside the crate only the
-//! runtime's safe API is offered.
+//! [`TxState`] records the addresses of the words it reads (their locks,
+//! loaded again at validation) and writes (stored at commit), so recording
+//! either is `unsafe` ([`TxState::read`], [`TxState::write`]), and outside
+//! the crate only the runtime's safe API is offered.
 
 use crossbeam_utils::CachePadded;
 
@@ -18,53 +21,98 @@ use crate::error::AbortReason;
 use crate::lockword::{is_locked, lock_bits, owner, unlocked, version};
 use crate::primitive::{AtomicU64, Backoff, Ordering, spin_loop};
 
-/// How many times a read re-checks a stripe locked by a committer before
+/// How many times a read re-checks a word locked by a committer before
 /// giving up. Locks are held only for the short commit write-back, so a
 /// short wait is usually cheaper than an abort.
 pub const READ_SPIN: u32 = 64;
-/// How many times commit re-checks a stripe held by another committer
+/// How many times commit re-checks a word held by another committer
 /// before aborting (bounded, so two committers cannot deadlock).
 pub const COMMIT_SPIN: u32 = 128;
 
-/// Address bits below the stripe: 2^5 = 32-byte stripes (4 words), as
-/// TinySTM's default.
-pub const STRIPE_SHIFT: u32 = 5;
-
-/// The index of the lock covering the word at `addr` in a table of `n`
-/// (a power of two) locks.
-#[inline(always)]
-pub const fn lock_index(addr: usize, n: usize) -> usize {
-    (addr >> STRIPE_SHIFT) & (n - 1)
+/// A transactional word and the versioned lock that guards it, side by
+/// side: 16 bytes aligned to 16, so both always lie in one cache line and
+/// a transactional read loads one line, not a line of the value and a line
+/// of a lock table.
+///
+/// The lock word's states are drawn in [`lockword`](crate::lockword). The
+/// value is an `AtomicU64`, so every load, even by a doomed transaction, is
+/// an atomic load: no data race.
+#[derive(Debug)]
+#[repr(C, align(16))]
+pub struct VWord {
+    value: AtomicU64,
+    lock: AtomicU64,
 }
 
-/// A global version clock and a table of `N` versioned write-locks
-/// (`N` a power of two).
+impl VWord {
+    /// A word holding `value`, unlocked at version 0.
+    #[cfg(not(loom))]
+    #[inline]
+    pub const fn new(value: u64) -> Self {
+        VWord { value: AtomicU64::new(value), lock: AtomicU64::new(0) }
+    }
+
+    /// A word holding `value`, unlocked at version 0.
+    #[cfg(loom)]
+    pub fn new(value: u64) -> Self {
+        VWord { value: AtomicU64::new(value), lock: AtomicU64::new(0) }
+    }
+
+    /// The value.
+    #[inline(always)]
+    pub fn value(&self) -> &AtomicU64 {
+        &self.value
+    }
+
+    /// The versioned lock.
+    #[inline(always)]
+    pub fn lock(&self) -> &AtomicU64 {
+        &self.lock
+    }
+
+    /// The value, through exclusive access.
+    #[inline]
+    pub fn get_mut(&mut self) -> u64 {
+        #[cfg(not(loom))]
+        let w = *self.value.get_mut();
+        #[cfg(loom)]
+        let w = self.value.with_mut(|w| *w);
+        w
+    }
+
+    /// Sets the value through exclusive access (nobody can hold a snapshot
+    /// that includes the word, so its version need not move).
+    #[inline]
+    pub fn set_mut(&mut self, value: u64) {
+        #[cfg(not(loom))]
+        {
+            *self.value.get_mut() = value;
+        }
+        #[cfg(loom)]
+        self.value.with_mut(|w| *w = value);
+    }
+}
+
+/// The global version clock.
 ///
 /// Invariant: every transaction that touches a given set of words uses the
 /// same engine.
 #[derive(Debug)]
-pub struct Engine<const N: usize> {
+pub struct Engine {
     clock: CachePadded<AtomicU64>,
-    locks: [AtomicU64; N],
 }
 
-impl<const N: usize> Engine<N> {
-    const CHECK: () = assert!(N.is_power_of_two(), "the lock table size must be a power of two");
-
-    /// A fresh engine: clock 0, every lock unlocked at version 0.
+impl Engine {
+    /// A fresh engine: clock 0.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::CHECK;
-        Engine { clock: CachePadded::new(AtomicU64::new(0)), locks: [const { AtomicU64::new(0) }; N] }
+        Engine { clock: CachePadded::new(AtomicU64::new(0)) }
     }
 
-    /// A fresh engine: clock 0, every lock unlocked at version 0.
+    /// A fresh engine: clock 0.
     #[cfg(loom)]
     pub fn new() -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::CHECK;
-        Engine { clock: CachePadded::new(AtomicU64::new(0)), locks: core::array::from_fn(|_| AtomicU64::new(0)) }
+        Engine { clock: CachePadded::new(AtomicU64::new(0)) }
     }
 
     /// The clock's current value.
@@ -73,22 +121,9 @@ impl<const N: usize> Engine<N> {
         self.clock.load(Ordering::Acquire)
     }
 
-    /// The lock covering the word at `addr`, and its index.
-    #[inline(always)]
-    pub fn lock_for(&self, addr: usize) -> (usize, &AtomicU64) {
-        let i = lock_index(addr, N);
-        (i, &self.locks[i])
-    }
-
-    /// The lock at index `i` (from [`Engine::lock_for`]).
-    #[inline(always)]
-    pub fn lock(&self, i: usize) -> &AtomicU64 {
-        &self.locks[i & (N - 1)]
-    }
-
     /// Advances the clock GV4-style; call only while holding the write locks.
     /// Returns the write version `wv` and the *validation bound*: the clock
-    /// value up to which other commits may have written a stripe this
+    /// value up to which other commits may have written a word this
     /// transaction read. When this call's CAS moved the clock from `c` to
     /// `c + 1` the bound is `c` (no other commit has a version in
     /// `(c, wv)`); when another committer moved it first and `wv` is shared,
@@ -103,34 +138,35 @@ impl<const N: usize> Engine<N> {
         }
     }
 
-    /// Writes `value` to `cell` outside any transaction, as a transaction of
-    /// one write would: lock the stripe, store, advance the clock, release
+    /// Writes `value` to `w` outside any transaction, as a transaction of
+    /// one write would: lock the word, store, advance the clock, release
     /// with the new version, locking as owner `owner_id` (0: none).
     /// Concurrent transactions see it atomically.
     ///
-    /// The stripe may be held by a committer (for a short write-back) or by
+    /// The word may be locked by a committer (for a short write-back) or by
     /// another non-transactional store: the wait spins, then yields
     /// (crossbeam's `Backoff`), as it waits for a release, not for a turn.
-    pub fn store_single(&self, cell: &AtomicU64, value: u64, owner_id: u64) {
-        let (_, lock) = self.lock_for(cell as *const AtomicU64 as usize);
+    pub fn store_single(&self, w: &VWord, value: u64, owner_id: u64) {
         let backoff = Backoff::new();
         loop {
-            let w = lock.load(Ordering::Relaxed);
-            if !is_locked(w)
-                && lock.compare_exchange_weak(w, w | lock_bits(owner_id), Ordering::Acquire, Ordering::Relaxed).is_ok()
+            let l = w.lock.load(Ordering::Relaxed);
+            if !is_locked(l)
+                && w.lock
+                    .compare_exchange_weak(l, l | lock_bits(owner_id), Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 break;
             }
             backoff.snooze();
         }
-        cell.store(value, Ordering::Release);
+        w.value.store(value, Ordering::Release);
         let wv = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
-        lock.store(unlocked(wv), Ordering::Release);
+        w.lock.store(unlocked(wv), Ordering::Release);
     }
 }
 
 #[cfg(not(loom))]
-impl<const N: usize> Default for Engine<N> {
+impl Default for Engine {
     fn default() -> Self {
         Self::new()
     }
@@ -139,9 +175,8 @@ impl<const N: usize> Default for Engine<N> {
 /// One entry of the redo log.
 #[derive(Debug, Clone, Copy)]
 struct WEntry {
-    cell: *const AtomicU64,
+    word: *const VWord,
     value: u64,
-    lock: u32,
 }
 
 /// Above this many entries the write set keeps a hash index; below, a
@@ -160,12 +195,12 @@ struct WriteSet {
 
 #[inline(always)]
 fn bloom_bit(addr: usize) -> u64 {
-    1u64 << (((addr >> 3) ^ (addr >> 9)) & 63)
+    1u64 << (((addr >> 4) ^ (addr >> 10)) & 63)
 }
 
 #[inline(always)]
 fn hash_addr(addr: usize) -> usize {
-    ((addr as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
+    ((addr as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
 }
 
 impl WriteSet {
@@ -184,7 +219,7 @@ impl WriteSet {
 
     fn find_slow(&self, addr: usize) -> Option<usize> {
         if self.index.is_empty() {
-            return self.entries.iter().rposition(|e| e.cell as usize == addr);
+            return self.entries.iter().rposition(|e| e.word as usize == addr);
         }
         let mask = self.index.len() - 1;
         let mut i = hash_addr(addr) & mask;
@@ -194,7 +229,7 @@ impl WriteSet {
                 return None;
             }
             let e = (slot - 1) as usize;
-            if self.entries[e].cell as usize == addr {
+            if self.entries[e].word as usize == addr {
                 return Some(e);
             }
             i = (i + 1) & mask;
@@ -202,14 +237,14 @@ impl WriteSet {
     }
 
     #[inline]
-    fn insert(&mut self, cell: &AtomicU64, lock: usize, value: u64) {
-        let addr = cell as *const AtomicU64 as usize;
+    fn insert(&mut self, word: &VWord, value: u64) {
+        let addr = word as *const VWord as usize;
         if let Some(e) = self.find(addr) {
             self.entries[e].value = value;
             return;
         }
         self.bloom |= bloom_bit(addr);
-        self.entries.push(WEntry { cell, value, lock: lock as u32 });
+        self.entries.push(WEntry { word, value });
         let n = self.entries.len();
         if n > LINEAR_MAX {
             if self.index.len() < 2 * n {
@@ -232,7 +267,7 @@ impl WriteSet {
 
     fn index_insert(&mut self, e: usize) {
         let mask = self.index.len() - 1;
-        let mut i = hash_addr(self.entries[e].cell as usize) & mask;
+        let mut i = hash_addr(self.entries[e].word as usize) & mask;
         while self.index[i] != 0 {
             i = (i + 1) & mask;
         }
@@ -259,29 +294,36 @@ pub enum Committed {
     Wrote(u64),
 }
 
-/// One transaction's bookkeeping: the snapshot bound `rv`, the read set (lock
-/// indices) and the redo write set. Reused across attempts and transactions,
-/// so steady-state transactions allocate nothing.
+/// One transaction's bookkeeping: the snapshot bound `rv`, the read set
+/// (the locks of the words read) and the redo write set. Reused across
+/// attempts and transactions, so steady-state transactions allocate
+/// nothing.
+///
+/// Type invariant: the pointers in the read and write sets were recorded by
+/// [`TxState::read`] and [`TxState::write`] during the attempt under way,
+/// whose callers keep each word alive and in place until the attempt ends;
+/// every way an attempt ends ([`TxState::commit`], [`TxState::rollback`],
+/// the next begin) empties both sets, so no pointer outlives its attempt.
 ///
 /// The loom models (`tests/loom.rs`) drive the protocol by hand with it;
 /// the runtime's [`Tx`](crate::Tx) wraps one per thread.
 #[derive(Debug, Default)]
 pub struct TxState {
     rv: u64,
-    reads: Vec<u32>,
+    reads: Vec<*const AtomicU64>,
     writes: WriteSet,
-    /// Indices of the locks taken by the commit in progress.
-    locked: Vec<u32>,
+    /// The locks taken by the commit in progress.
+    locked: Vec<*const AtomicU64>,
     /// This transaction's owner id, 1..=MAX_OWNER.
     owner: u64,
 }
 
-// SAFETY: the only non-`Send` fields are the cell pointers of the write set.
-// They are dereferenced only by `commit`, within the attempt that recorded
-// them, and `TxState::write`'s contract (answered by each caller) keeps each
-// cell alive at its address until that attempt ends, whichever thread the
-// state is on by then. The cells are `AtomicU64`s, so storing to them from
-// any thread is sound.
+// SAFETY: the only non-`Send` fields are the pointers of the read, write
+// and locked sets. They are dereferenced only within the attempt that
+// recorded them (the type invariant), whose callers keep each word alive
+// and in place until it ends, whichever thread the state is on by then.
+// The words are atomics, so loading and storing them from any thread is
+// sound.
 unsafe impl Send for TxState {}
 
 impl TxState {
@@ -301,7 +343,7 @@ impl TxState {
         self.rv
     }
 
-    /// The number of reads recorded (consecutive reads of one stripe count once).
+    /// The number of reads recorded (a word read twice counts twice).
     pub fn read_set_len(&self) -> usize {
         self.reads.len()
     }
@@ -311,15 +353,16 @@ impl TxState {
         self.writes.entries.len()
     }
 
-    /// The lock indices of the read set.
-    pub fn read_locks(&self) -> &[u32] {
+    /// The locks of the read set, in the order read. Valid to dereference
+    /// only while the attempt that read them runs (see the type invariant).
+    pub fn read_locks(&self) -> &[*const AtomicU64] {
         &self.reads
     }
 
     /// Starts an attempt: empty sets, snapshot at the clock's current value.
     #[cfg(any(loom, test))]
     #[inline]
-    pub fn begin<const N: usize>(&mut self, e: &Engine<N>) {
+    pub fn begin(&mut self, e: &Engine) {
         self.begin_at(e.now());
     }
 
@@ -331,10 +374,10 @@ impl TxState {
         self.rv = rv;
     }
 
-    /// Reads the word in `cell` transactionally.
+    /// Reads the word `w` transactionally.
     ///
     /// Returns the value the transaction wrote earlier, if any; otherwise a
-    /// value consistent with every earlier read (opacity): if the stripe is
+    /// value consistent with every earlier read (opacity): if the word is
     /// newer than the snapshot, the snapshot is extended when the read set
     /// still validates, and the attempt must abort otherwise.
     ///
@@ -342,33 +385,36 @@ impl TxState {
     ///
     /// The abort reason when the attempt cannot go on; the caller must then
     /// call [`TxState::rollback`].
+    ///
+    /// # Safety
+    ///
+    /// The read set keeps `w`'s lock, and validations later in this attempt
+    /// load it again, after this borrow of `w` has ended. Until this attempt
+    /// ends (its `commit` returns, or [`TxState::rollback`] or the next
+    /// begin runs), `w` stays alive (is not dropped or freed) and in place
+    /// (is not moved).
     #[inline(always)]
-    pub fn read<const N: usize>(&mut self, e: &Engine<N>, cell: &AtomicU64) -> Result<u64, AbortReason> {
-        let addr = cell as *const AtomicU64 as usize;
+    pub unsafe fn read(&mut self, e: &Engine, w: &VWord) -> Result<u64, AbortReason> {
         if !self.writes.is_empty() {
-            if let Some(i) = self.writes.find(addr) {
+            if let Some(i) = self.writes.find(w as *const VWord as usize) {
                 return Ok(self.writes.entries[i].value);
             }
         }
-        let (idx, lock) = e.lock_for(addr);
-        let l1 = lock.load(Ordering::Acquire);
-        let v = cell.load(Ordering::Acquire);
-        let l2 = lock.load(Ordering::Relaxed);
+        let l1 = w.lock.load(Ordering::Acquire);
+        let v = w.value.load(Ordering::Acquire);
+        let l2 = w.lock.load(Ordering::Relaxed);
         if l1 == l2 && !is_locked(l1) && version(l1) <= self.rv {
-            if self.reads.last() != Some(&(idx as u32)) {
-                self.reads.push(idx as u32);
-            }
+            self.reads.push(&w.lock);
             return Ok(v);
         }
-        self.read_slow(e, cell, idx)
+        self.read_slow(e, w)
     }
 
     #[inline(never)]
-    fn read_slow<const N: usize>(&mut self, e: &Engine<N>, cell: &AtomicU64, idx: usize) -> Result<u64, AbortReason> {
-        let lock = e.lock(idx);
+    fn read_slow(&mut self, e: &Engine, w: &VWord) -> Result<u64, AbortReason> {
         let mut spins = 0;
         loop {
-            let l1 = lock.load(Ordering::Acquire);
+            let l1 = w.lock.load(Ordering::Acquire);
             if is_locked(l1) {
                 spins += 1;
                 if spins > READ_SPIN {
@@ -377,8 +423,8 @@ impl TxState {
                 spin_loop();
                 continue;
             }
-            let v = cell.load(Ordering::Acquire);
-            let l2 = lock.load(Ordering::Relaxed);
+            let v = w.value.load(Ordering::Acquire);
+            let l2 = w.lock.load(Ordering::Relaxed);
             if l1 != l2 {
                 continue;
             }
@@ -393,7 +439,7 @@ impl TxState {
                 }
                 continue;
             }
-            self.reads.push(idx as u32);
+            self.reads.push(&w.lock);
             return Ok(v);
         }
     }
@@ -401,9 +447,9 @@ impl TxState {
     /// Validates the read set and, when it holds, moves the snapshot bound
     /// to the clock's current value (LSA timestamp extension).
     #[cold]
-    pub fn extend<const N: usize>(&mut self, e: &Engine<N>) -> bool {
+    pub fn extend(&mut self, e: &Engine) -> bool {
         let now = e.now();
-        if self.validate(e) {
+        if self.validate() {
             self.rv = now;
             true
         } else {
@@ -411,90 +457,106 @@ impl TxState {
         }
     }
 
-    /// Whether every stripe read is still at a version within the snapshot
+    /// Whether every word read is still at a version within the snapshot
     /// and not locked by another transaction.
-    pub fn validate<const N: usize>(&self, e: &Engine<N>) -> bool {
-        self.validate_from(e, 0)
+    pub fn validate(&self) -> bool {
+        self.validate_from(0)
     }
 
     /// [`TxState::validate`] for the reads from the `from`-th on (the ones
     /// an assisted transaction kept for itself; see the runtime's `assist`).
-    pub fn validate_from<const N: usize>(&self, e: &Engine<N>, from: usize) -> bool {
+    pub fn validate_from(&self, from: usize) -> bool {
         let rv = self.rv;
         let me = self.owner;
-        self.reads.get(from..).unwrap_or(&[]).iter().all(|&i| {
-            let w = e.lock(i as usize).load(Ordering::Acquire);
+        self.reads.get(from..).unwrap_or(&[]).iter().all(|&lock| {
+            // SAFETY: the type invariant: `lock` was recorded by `read` in
+            // the attempt under way (the sets are emptied when it ends), and
+            // `read`'s caller keeps the word alive and in place until then.
+            let w = unsafe { &*lock }.load(Ordering::Acquire);
             version(w) <= rv && (!is_locked(w) || owner(w) == me)
         })
     }
 
-    /// Records a write of `value` to `cell` in the redo log (read-after-write
+    /// Records a write of `value` to `w` in the redo log (read-after-write
     /// returns it; nothing is visible to others before commit).
     ///
     /// # Safety
     ///
     /// [`TxState::commit`] stores `value` through the address recorded here,
-    /// after this borrow of `cell` has ended. Until this attempt ends (its
+    /// after this borrow of `w` has ended. Until this attempt ends (its
     /// `commit` returns, or [`TxState::rollback`] or the next `begin` runs):
     ///
-    /// - `cell` stays alive (is not dropped or freed), and
-    /// - `cell` stays at its address (is not moved).
+    /// - `w` stays alive (is not dropped or freed), and
+    /// - `w` stays at its address (is not moved).
     #[inline(always)]
-    pub unsafe fn write<const N: usize>(&mut self, _e: &Engine<N>, cell: &AtomicU64, value: u64) {
-        let idx = lock_index(cell as *const AtomicU64 as usize, N);
-        self.writes.insert(cell, idx, value);
+    pub unsafe fn write(&mut self, w: &VWord, value: u64) {
+        self.writes.insert(w, value);
     }
 
     /// Commits the attempt.
     ///
     /// Read-only: nothing to do, the snapshot is consistent. Otherwise:
-    /// lock each written stripe (bounded spin), advance the clock, validate
+    /// lock each written word (bounded spin), advance the clock, validate
     /// the read set unless nobody committed since the snapshot, write back,
     /// release the locks at the new version. On failure every lock taken is
-    /// released at its old version and nothing was written.
+    /// released at its old version and nothing was written. Either way the
+    /// attempt has ended: its sets are empty.
     ///
     /// # Errors
     ///
-    /// The abort reason; the caller must then call [`TxState::rollback`].
+    /// The abort reason; the caller then begins again or gives up.
+    #[cfg(any(loom, test))]
     #[inline]
-    pub fn commit<const N: usize>(&mut self, e: &Engine<N>) -> Result<Committed, AbortReason> {
-        self.commit_checked(e, |st, _| st.validate(e))
+    pub fn commit(&mut self, e: &Engine) -> Result<Committed, AbortReason> {
+        self.commit_checked(e, |st, _| st.validate(), |_| {})
     }
 
     /// [`TxState::commit`] with the read-set validation supplied by the
-    /// caller: once the write locks are held and the clock has advanced,
-    /// and only when some other transaction may have committed since the
-    /// snapshot, `read_set_valid(self, bound)` must say whether no other
-    /// transaction wrote a stripe of the read set with a version in
-    /// `(version seen, bound]` (see `Engine::advance` for `bound`). The
-    /// plain commit passes [`TxState::validate`]; an assisted one asks its
-    /// auxiliary thread first.
+    /// caller, and a hook on each released lock.
+    ///
+    /// Once the write locks are held and the clock has advanced, and only
+    /// when some other transaction may have committed since the snapshot,
+    /// `read_set_valid(self, bound)` must say whether no other transaction
+    /// wrote a word of the read set with a version in `(version seen,
+    /// bound]` (see `Engine::advance` for `bound`). The plain commit passes
+    /// [`TxState::validate`]; an assisted one asks its auxiliary thread
+    /// first. After a successful write-back, `released` is called with each
+    /// lock as it was released (the runtime wakes `retry` waiters with it).
     ///
     /// # Errors
     ///
     /// As [`TxState::commit`].
     #[inline]
-    pub fn commit_checked<const N: usize>(
+    pub fn commit_checked(
         &mut self,
-        e: &Engine<N>,
+        e: &Engine,
         read_set_valid: impl FnOnce(&Self, u64) -> bool,
+        released: impl FnMut(&AtomicU64),
     ) -> Result<Committed, AbortReason> {
-        if self.writes.is_empty() {
-            return Ok(Committed::ReadOnly);
-        }
-        self.commit_writes(e, read_set_valid)
+        let r = if self.writes.is_empty() {
+            Ok(Committed::ReadOnly)
+        } else {
+            self.commit_writes(e, read_set_valid, released)
+        };
+        self.reads.clear();
+        self.writes.clear();
+        r
     }
 
-    fn commit_writes<const N: usize>(
+    fn commit_writes(
         &mut self,
-        e: &Engine<N>,
+        e: &Engine,
         read_set_valid: impl FnOnce(&Self, u64) -> bool,
+        mut released: impl FnMut(&AtomicU64),
     ) -> Result<Committed, AbortReason> {
         let me = self.owner;
         let mine = lock_bits(me);
         self.locked.clear();
         for entry in &self.writes.entries {
-            let lock = e.lock(entry.lock as usize);
+            // SAFETY: the type invariant: `entry.word` was recorded by
+            // `write` in this attempt, whose caller keeps the word alive and
+            // in place until the attempt ends; we are inside it.
+            let lock = &unsafe { &*entry.word }.lock;
             let mut spins = 0;
             loop {
                 let w = lock.load(Ordering::Relaxed);
@@ -504,32 +566,33 @@ impl TxState {
                     }
                     spins += 1;
                     if spins > COMMIT_SPIN {
-                        self.release_failed(e);
+                        self.release_failed();
                         return Err(AbortReason::LockedOnCommit);
                     }
                     spin_loop();
                     continue;
                 }
                 if lock.compare_exchange_weak(w, w | mine, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    self.locked.push(entry.lock);
+                    self.locked.push(lock);
                     break;
                 }
             }
         }
         let (wv, bound) = e.advance();
         if bound != self.rv && !read_set_valid(self, bound) {
-            self.release_failed(e);
+            self.release_failed();
             return Err(AbortReason::ValidateOnCommit);
         }
         for entry in &self.writes.entries {
-            // SAFETY: `entry.cell` was recorded by `write` in this attempt,
-            // whose caller guaranteed the cell stays alive and in place until
-            // the attempt ends; we are inside it.
-            unsafe { &*entry.cell }.store(entry.value, Ordering::Release);
+            // SAFETY: as above.
+            unsafe { &*entry.word }.value.store(entry.value, Ordering::Release);
         }
         let release = unlocked(wv);
-        for &i in &self.locked {
-            e.lock(i as usize).store(release, Ordering::Release);
+        for &lock in &self.locked {
+            // SAFETY: `lock` belongs to a word of the write set (above).
+            let lock = unsafe { &*lock };
+            lock.store(release, Ordering::Release);
+            released(lock);
         }
         self.locked.clear();
         Ok(Committed::Wrote(wv))
@@ -537,9 +600,11 @@ impl TxState {
 
     /// Releases the locks of a failed commit at their old versions.
     #[cold]
-    fn release_failed<const N: usize>(&mut self, e: &Engine<N>) {
-        for &i in &self.locked {
-            let lock = e.lock(i as usize);
+    fn release_failed(&mut self) {
+        for &lock in &self.locked {
+            // SAFETY: `lock` belongs to a word of this attempt's write set,
+            // alive until the attempt ends (the type invariant).
+            let lock = unsafe { &*lock };
             let w = lock.load(Ordering::Relaxed);
             lock.store(unlocked(version(w)), Ordering::Release);
         }
@@ -560,67 +625,75 @@ mod tests {
     use super::*;
 
     #[test]
+    fn words_and_locks_share_a_line() {
+        assert_eq!(core::mem::size_of::<VWord>(), 16);
+        assert_eq!(core::mem::align_of::<VWord>(), 16);
+        let words: Vec<VWord> = (0..64).map(VWord::new).collect();
+        for w in &words {
+            assert_eq!(w.value() as *const AtomicU64 as usize / 64, w.lock() as *const AtomicU64 as usize / 64);
+        }
+    }
+
+    #[test]
     fn read_your_writes_and_commit() {
-        let e: Engine<64> = Engine::new();
-        let cells: Vec<AtomicU64> = (0..40).map(AtomicU64::new).collect();
+        let e = Engine::new();
+        let words: Vec<VWord> = (0..40).map(VWord::new).collect();
         let mut t = TxState::new(1);
         t.begin(&e);
-        for (i, c) in cells.iter().enumerate() {
-            assert_eq!(t.read(&e, c).unwrap(), i as u64);
-            // SAFETY: `cells` outlives the attempt and does not move.
-            unsafe { t.write(&e, c, 100 + i as u64) };
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: `words` outlives the attempt and does not move.
+            assert_eq!(unsafe { t.read(&e, w) }.unwrap(), i as u64);
+            // SAFETY: as above.
+            unsafe { t.write(w, 100 + i as u64) };
         }
-        for (i, c) in cells.iter().enumerate() {
-            assert_eq!(t.read(&e, c).unwrap(), 100 + i as u64, "read-after-write through the index");
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: as above.
+            assert_eq!(unsafe { t.read(&e, w) }.unwrap(), 100 + i as u64, "read-after-write through the index");
         }
         assert_eq!(t.commit(&e).unwrap(), Committed::Wrote(1));
-        for (i, c) in cells.iter().enumerate() {
-            assert_eq!(c.load(Ordering::Relaxed), 100 + i as u64);
-        }
-        for i in 0..64 {
-            assert!(!is_locked(e.lock(i).load(Ordering::Relaxed)));
+        assert_eq!((t.read_set_len(), t.write_set_len()), (0, 0), "a committed attempt keeps no address");
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(w.value().load(Ordering::Relaxed), 100 + i as u64);
+            assert_eq!(w.lock().load(Ordering::Relaxed), unlocked(1));
         }
     }
 
     #[test]
     fn stale_read_set_fails_commit_and_releases_locks() {
-        let e: Engine<64> = Engine::new();
-        let a = AtomicU64::new(1);
-        let b = AtomicU64::new(2);
+        let e = Engine::new();
+        let (a, b) = (VWord::new(1), VWord::new(2));
         let mut t1 = TxState::new(1);
         let mut t2 = TxState::new(2);
         t1.begin(&e);
-        assert_eq!(t1.read(&e, &a).unwrap(), 1);
-        t2.begin(&e);
         // SAFETY: `a` and `b` outlive both attempts and do not move.
-        unsafe { t2.write(&e, &a, 10) };
+        assert_eq!(unsafe { t1.read(&e, &a) }.unwrap(), 1);
+        t2.begin(&e);
+        // SAFETY: as above.
+        unsafe { t2.write(&a, 10) };
         t2.commit(&e).unwrap();
         // SAFETY: as above.
-        unsafe { t1.write(&e, &b, 20) };
+        unsafe { t1.write(&b, 20) };
         assert_eq!(t1.commit(&e), Err(AbortReason::ValidateOnCommit));
-        t1.rollback();
-        assert_eq!(b.load(Ordering::Relaxed), 2);
-        for i in 0..64 {
-            assert!(!is_locked(e.lock(i).load(Ordering::Relaxed)));
-        }
+        assert_eq!(b.value().load(Ordering::Relaxed), 2);
+        assert!(!is_locked(a.lock().load(Ordering::Relaxed)) && !is_locked(b.lock().load(Ordering::Relaxed)));
     }
 
     #[test]
-    fn snapshot_extends_when_unrelated_stripes_change() {
-        let e: Engine<1024> = Engine::new();
-        let cells: Vec<AtomicU64> = (0..64).map(|_| AtomicU64::new(0)).collect();
-        let (a, b) = (&cells[0], &cells[32]);
-        assert_ne!(lock_index(a as *const _ as usize, 1024), lock_index(b as *const _ as usize, 1024));
+    fn snapshot_extends_when_unrelated_words_change() {
+        let e = Engine::new();
+        let (a, b) = (VWord::new(0), VWord::new(0));
         let mut t1 = TxState::new(1);
         let mut t2 = TxState::new(2);
         t1.begin(&e);
-        t1.read(&e, a).unwrap();
+        // SAFETY: `a` and `b` outlive both attempts and do not move.
+        unsafe { t1.read(&e, &a) }.unwrap();
         t2.begin(&e);
-        // SAFETY: `cells` outlives the attempt and does not move.
-        unsafe { t2.write(&e, b, 5) };
+        // SAFETY: as above.
+        unsafe { t2.write(&b, 5) };
         t2.commit(&e).unwrap();
         // b is newer than t1's snapshot, but a did not change: extend.
-        assert_eq!(t1.read(&e, b).unwrap(), 5);
+        // SAFETY: as above.
+        assert_eq!(unsafe { t1.read(&e, &b) }.unwrap(), 5);
         assert_eq!(t1.rv(), 1);
     }
 }

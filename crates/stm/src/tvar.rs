@@ -8,17 +8,21 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::engine::{engine, lock_word_for};
+use crate::engine::engine;
+use crate::lockword::is_locked;
 use crate::primitive::{AtomicU64, Ordering};
+use crate::raw::VWord;
 use crate::word::Word;
 
 /// A transactional variable holding one [`Word`].
 ///
-/// It is an `AtomicU64` and nothing else (`repr(transparent)`): every read,
-/// transactional or not, is an atomic load, so there are no data races even
-/// for transactions that are doomed to abort. Its address is its identity
-/// (the STM's lock stripe and a shadow's write-log key): borrowing a `TVar`
-/// for a transaction keeps it from moving.
+/// 16 bytes, aligned to 16: the value (an `AtomicU64`) and the versioned
+/// lock that guards it, side by side in one cache line, so a transactional
+/// read touches one line. Every read, transactional or not, is an atomic
+/// load, so there are no data races even for transactions that are doomed
+/// to abort. Its address is its identity (a shadow's write-log key, the
+/// access sampler's address): borrowing a `TVar` for a transaction keeps it
+/// from moving.
 ///
 /// # Examples
 ///
@@ -37,7 +41,7 @@ use crate::word::Word;
 /// ```
 #[repr(transparent)]
 pub struct TVar<T> {
-    cell: AtomicU64,
+    word: VWord,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -45,7 +49,7 @@ impl<T: Word> TVar<T> {
     /// A variable holding `value`.
     #[inline]
     pub fn new(value: T) -> Self {
-        TVar { cell: AtomicU64::new(value.to_word()), _t: PhantomData }
+        TVar { word: VWord::new(value.to_word()), _t: PhantomData }
     }
 
     /// The committed value, by one atomic load, outside any transaction.
@@ -63,7 +67,7 @@ impl<T: Word> TVar<T> {
     /// ```
     #[inline(always)]
     pub fn load(&self) -> T {
-        T::from_word(self.cell.load(Ordering::Acquire))
+        T::from_word(self.word.value().load(Ordering::Acquire))
     }
 
     /// Stores `value` outside any transaction, as a transaction of one write
@@ -78,47 +82,38 @@ impl<T: Word> TVar<T> {
     /// assert_eq!(v.load(), 2);
     /// ```
     pub fn store(&self, value: T) {
-        engine().store_single(&self.cell, value.to_word(), 0);
+        engine().store_single(&self.word, value.to_word(), 0);
     }
 
     /// Consumes the variable and returns its value.
-    pub fn into_inner(self) -> T {
-        T::from_word(self.cell.into_inner())
+    pub fn into_inner(mut self) -> T {
+        T::from_word(self.word.get_mut())
     }
 
     /// The value, through exclusive access (no other thread can see the
     /// variable, so no synchronization is needed).
     pub fn get_mut(&mut self) -> T {
-        #[cfg(not(loom))]
-        let w = *self.cell.get_mut();
-        #[cfg(loom)]
-        let w = self.cell.with_mut(|w| *w);
-        T::from_word(w)
+        T::from_word(self.word.get_mut())
     }
 
     /// Sets the value through exclusive access.
     pub fn set_mut(&mut self, value: T) {
-        #[cfg(not(loom))]
-        {
-            *self.cell.get_mut() = value.to_word();
-        }
-        #[cfg(loom)]
-        self.cell.with_mut(|w| *w = value.to_word());
+        self.word.set_mut(value.to_word());
     }
 }
 
 impl<T> TVar<T> {
-    /// The variable's address: its identity for lock striping, for the
-    /// access sampler, and as the key of a shadow transaction's write log.
+    /// The variable's address: its identity for the access sampler and as
+    /// the key of a shadow transaction's write log.
     #[inline(always)]
     pub fn addr(&self) -> usize {
-        &self.cell as *const AtomicU64 as usize
+        self as *const Self as usize
     }
 
     /// The committed word, by one atomic load (see [`TVar::load`]).
     #[inline(always)]
     pub fn load_word(&self) -> u64 {
-        self.cell.load(Ordering::Acquire)
+        self.word.value().load(Ordering::Acquire)
     }
 
     /// The underlying atomic word: for `TxOps` implementations that read or
@@ -126,7 +121,27 @@ impl<T> TVar<T> {
     /// that has the data to itself).
     #[inline(always)]
     pub fn cell(&self) -> &AtomicU64 {
-        &self.cell
+        self.word.value()
+    }
+
+    /// Whether a commit holds the variable's lock right now (it does only
+    /// while writing the variable back). A diagnostic: after a transaction
+    /// panicked or aborted, no variable it wrote may stay locked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let v = skelaff_stm::TVar::new(1u8);
+    /// assert!(!v.is_locked());
+    /// ```
+    pub fn is_locked(&self) -> bool {
+        is_locked(self.word.lock().load(Ordering::Acquire))
+    }
+
+    /// The word and its lock, for the runtime.
+    #[inline(always)]
+    pub(crate) fn vword(&self) -> &VWord {
+        &self.word
     }
 }
 
@@ -142,8 +157,8 @@ impl<T: Word + fmt::Debug> fmt::Debug for TVar<T> {
     }
 }
 
-/// The address of the versioned lock that covers `var` in the global lock
-/// table: every transactional read of `var` loads that word too.
+/// The address of the versioned lock of `var`: every transactional read of
+/// `var` loads that word too. It lies in the same cache line as the value.
 ///
 /// For speculative readers that want the STM's metadata in cache along
 /// with the data (a helper thread's shadow prefetches it). It is an
@@ -155,13 +170,12 @@ impl<T: Word + fmt::Debug> fmt::Debug for TVar<T> {
 /// ```
 /// use skelaff_stm::{lock_addr, TVar};
 ///
-/// let (a, b) = (TVar::new(1u64), TVar::new(2u64));
-/// assert_ne!(lock_addr(&a), 0);
-/// // Lock words are 8 bytes apart; a variable's stripe is fixed.
+/// let a = TVar::new(1u64);
 /// assert_eq!(lock_addr(&a) % 8, 0);
-/// assert_eq!(lock_addr(&b), lock_addr(&b));
+/// // The lock is in the value's cache line.
+/// assert_eq!(lock_addr(&a) / 64, a.addr() / 64);
 /// ```
 #[inline(always)]
 pub fn lock_addr<T>(var: &TVar<T>) -> usize {
-    lock_word_for(var.addr()) as *const AtomicU64 as usize
+    var.word.lock() as *const AtomicU64 as usize
 }

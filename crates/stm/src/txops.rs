@@ -23,9 +23,11 @@ use crate::word::{TPtr, Word};
 /// # The lifetime `'tcell`
 ///
 /// The real STM stores a transaction's writes at commit, through the
-/// addresses the writes recorded. So every variable a transaction writes
-/// must outlive the transaction, and the types say so: an implementation
-/// of `TxOps<'tcell>` writes only `&'tcell TVar`s, and the transaction
+/// addresses the writes recorded, and validates its reads by loading again
+/// the versioned lock that lives beside each variable read. So every
+/// variable a transaction reads or writes must outlive the transaction,
+/// and the types say so: an implementation of `TxOps<'tcell>` reads and
+/// writes only `&'tcell TVar`s, and the transaction
 /// [`atomically`](crate::atomically) hands its closure is a
 /// [`Tx<'tcell>`](crate::Tx) whose `'tcell` outlives the whole call. A
 /// variable borrowed from outside the closure qualifies, and so does one
@@ -42,8 +44,17 @@ use crate::word::{TPtr, Word};
 /// });
 /// ```
 ///
-/// Reads take any borrow: a read records the variable's lock, never its
-/// address.
+/// Reading such a variable does not compile either (its lock would be
+/// loaded again after it is gone):
+///
+/// ```compile_fail,E0597
+/// use skelaff_stm::{atomically, TVar, TxOps};
+///
+/// atomically(|tx| {
+///     let v = TVar::new(0u64);
+///     tx.read(&v)
+/// });
+/// ```
 ///
 /// # Examples
 ///
@@ -71,10 +82,13 @@ use crate::word::{TPtr, Word};
 pub trait TxOps<'tcell> {
     /// Reads `var` as of the transaction's snapshot (or the value it wrote).
     ///
+    /// `var` is borrowed for `'tcell`, which outlives the transaction: the
+    /// real STM loads `var`'s lock again when it validates the read.
+    ///
     /// # Errors
     ///
     /// A conflict (the real STM) or a stop (a shadow).
-    fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError>;
+    fn read<T: Word>(&mut self, var: &'tcell TVar<T>) -> Result<T, TxError>;
 
     /// Writes `value` to `var`, visible to others when the transaction commits.
     ///
@@ -135,7 +149,7 @@ impl<T: Word> TVar<T> {
     ///
     /// The transaction's signal to stop (a conflict); propagate it with `?`.
     #[inline(always)]
-    pub fn read<'tcell, X: TxOps<'tcell> + ?Sized>(&self, tx: &mut X) -> Result<T, TxError> {
+    pub fn read<'tcell, X: TxOps<'tcell> + ?Sized>(&'tcell self, tx: &mut X) -> Result<T, TxError> {
         tx.read(self)
     }
 

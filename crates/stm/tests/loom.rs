@@ -5,25 +5,22 @@
 //! RUSTFLAGS="--cfg loom" cargo test -p skelaff-stm --release --test loom
 //! ```
 //!
-//! Each model builds its own small engine (4 locks, so stripes are shared
-//! and the owner checks matter) and runs real `TxState` transactions on
-//! loom atomics; loom explores the interleavings (bounded preemptions).
+//! Each model builds its own engine (a clock) and words (`VWord`: a value
+//! and its versioned lock side by side), and runs real `TxState`
+//! transactions on loom atomics; loom explores the interleavings (bounded
+//! preemptions).
 #![cfg(loom)]
 
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicU64, Ordering};
+use loom::sync::atomic::Ordering;
 use skelaff_stm::AbortReason;
-use skelaff_stm::raw::{Engine, TxState};
+use skelaff_stm::raw::{Engine, TxState, VWord};
 
-type E = Engine<4>;
+type E = Engine;
 
 /// Runs `body` as a transaction until it commits; returns its result and
 /// the number of aborted attempts.
-fn transact<const N: usize, R>(
-    e: &Engine<N>,
-    t: &mut TxState,
-    mut body: impl FnMut(&mut TxState) -> Result<R, AbortReason>,
-) -> (R, u32) {
+fn transact<R>(e: &Engine, t: &mut TxState, mut body: impl FnMut(&mut TxState) -> Result<R, AbortReason>) -> (R, u32) {
     let mut aborts = 0;
     loop {
         t.begin(e);
@@ -39,6 +36,14 @@ fn transact<const N: usize, R>(
     }
 }
 
+/// A transactional read of `w`, which every model keeps alive (in an
+/// `Arc` its threads hold) past the attempt.
+fn read(t: &mut TxState, e: &Engine, w: &VWord) -> Result<u64, AbortReason> {
+    // SAFETY: the models' words live in `Arc`s the reading thread holds
+    // until after the attempt, and never move.
+    unsafe { t.read(e, w) }
+}
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
@@ -51,20 +56,20 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn concurrent_increments_are_atomic() {
     model(|| {
         let e = Arc::new(E::new());
-        let cells = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let cells = Arc::new([VWord::new(0), VWord::new(0)]);
         let threads: Vec<_> = (1..=2u64)
             .map(|owner| {
                 let (e, cells) = (e.clone(), cells.clone());
                 loom::thread::spawn(move || {
                     let mut t = TxState::new(owner);
                     transact(&e, &mut t, |t| {
-                        let a = t.read(&e, &cells[0])?;
-                        let b = t.read(&e, &cells[1])?;
+                        let a = read(t, &e, &cells[0])?;
+                        let b = read(t, &e, &cells[1])?;
                         assert_eq!(a, b, "a transaction saw a torn pair");
                         // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                        unsafe { t.write(&e, &cells[0], a + 1) };
+                        unsafe { t.write(&cells[0], a + 1) };
                         // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                        unsafe { t.write(&e, &cells[1], b + 1) };
+                        unsafe { t.write(&cells[1], b + 1) };
                         Ok(())
                     });
                 })
@@ -73,10 +78,10 @@ fn concurrent_increments_are_atomic() {
         for h in threads {
             h.join().unwrap();
         }
-        assert_eq!(cells[0].load(Ordering::Relaxed), 2);
-        assert_eq!(cells[1].load(Ordering::Relaxed), 2);
-        for i in 0..4 {
-            assert_eq!(e.lock(i).load(Ordering::Relaxed) & 1, 0, "a lock was left held");
+        assert_eq!(cells[0].value().load(Ordering::Relaxed), 2);
+        assert_eq!(cells[1].value().load(Ordering::Relaxed), 2);
+        for w in cells.iter() {
+            assert_eq!(w.lock().load(Ordering::Relaxed) & 1, 0, "a lock was left held");
         }
     });
 }
@@ -87,34 +92,33 @@ fn concurrent_increments_are_atomic() {
 fn read_only_snapshots_are_consistent() {
     model(|| {
         let e = Arc::new(E::new());
-        // 16 bytes apart with 32-byte stripes: sometimes one stripe, sometimes two.
-        let cells = Arc::new([AtomicU64::new(5), AtomicU64::new(5)]);
+        let cells = Arc::new([VWord::new(5), VWord::new(5)]);
         let writer = {
             let (e, cells) = (e.clone(), cells.clone());
             loom::thread::spawn(move || {
                 let mut t = TxState::new(1);
                 transact(&e, &mut t, |t| {
-                    let a = t.read(&e, &cells[0])?;
-                    let b = t.read(&e, &cells[1])?;
+                    let a = read(t, &e, &cells[0])?;
+                    let b = read(t, &e, &cells[1])?;
                     // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                    unsafe { t.write(&e, &cells[0], a - 1) };
+                    unsafe { t.write(&cells[0], a - 1) };
                     // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                    unsafe { t.write(&e, &cells[1], b + 1) };
+                    unsafe { t.write(&cells[1], b + 1) };
                     Ok(())
                 });
             })
         };
         let mut t = TxState::new(2);
         let (sum, _) = transact(&e, &mut t, |t| {
-            let a = t.read(&e, &cells[0])?;
-            let b = t.read(&e, &cells[1])?;
+            let a = read(t, &e, &cells[0])?;
+            let b = read(t, &e, &cells[1])?;
             assert_eq!(a + b, 10, "the reader saw an inconsistent snapshot");
             Ok(a + b)
         });
         assert_eq!(sum, 10);
         writer.join().unwrap();
-        assert_eq!(cells[0].load(Ordering::Relaxed), 4);
-        assert_eq!(cells[1].load(Ordering::Relaxed), 6);
+        assert_eq!(cells[0].value().load(Ordering::Relaxed), 4);
+        assert_eq!(cells[1].value().load(Ordering::Relaxed), 6);
     });
 }
 
@@ -124,18 +128,18 @@ fn read_only_snapshots_are_consistent() {
 fn write_skew_is_prevented() {
     model(|| {
         let e = Arc::new(E::new());
-        let cells = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let cells = Arc::new([VWord::new(0), VWord::new(0)]);
         let threads: Vec<_> = (0..2usize)
             .map(|i| {
                 let (e, cells) = (e.clone(), cells.clone());
                 loom::thread::spawn(move || {
                     let mut t = TxState::new(i as u64 + 1);
                     transact(&e, &mut t, |t| {
-                        let a = t.read(&e, &cells[0])?;
-                        let b = t.read(&e, &cells[1])?;
+                        let a = read(t, &e, &cells[0])?;
+                        let b = read(t, &e, &cells[1])?;
                         if a == 0 && b == 0 {
                             // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                            unsafe { t.write(&e, &cells[i], 1) };
+                            unsafe { t.write(&cells[i], 1) };
                         }
                         Ok(())
                     });
@@ -145,7 +149,7 @@ fn write_skew_is_prevented() {
         for h in threads {
             h.join().unwrap();
         }
-        let total = cells[0].load(Ordering::Relaxed) + cells[1].load(Ordering::Relaxed);
+        let total = cells[0].value().load(Ordering::Relaxed) + cells[1].value().load(Ordering::Relaxed);
         assert_eq!(total, 1, "both transactions wrote: write skew");
     });
 }
@@ -156,13 +160,10 @@ fn write_skew_is_prevented() {
 /// the bank stress test; this model reproduces it in a few steps).
 #[test]
 fn extension_does_not_return_a_stale_value() {
-    use skelaff_stm::raw::lock_index;
     model(|| {
-        let e = Arc::new(Engine::<64>::new());
-        let cells: Arc<[AtomicU64; 8]> = Arc::new(core::array::from_fn(|_| AtomicU64::new(0)));
-        // Two words in different stripes.
-        let idx = |i: usize| lock_index(&cells[i] as *const AtomicU64 as usize, 64);
-        let (b, c) = (0, (1..8).find(|&i| idx(i) != idx(0)).expect("8 words span two stripes"));
+        let e = Arc::new(Engine::new());
+        let cells: Arc<[VWord; 2]> = Arc::new([VWord::new(0), VWord::new(0)]);
+        let (b, c) = (0, 1);
         let writer = {
             let (e, cells) = (e.clone(), cells.clone());
             loom::thread::spawn(move || {
@@ -170,9 +171,9 @@ fn extension_does_not_return_a_stale_value() {
                 for round in 1..=2 {
                     transact(&e, &mut t, |t| {
                         // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                        unsafe { t.write(&e, &cells[b], round) };
+                        unsafe { t.write(&cells[b], round) };
                         // SAFETY: the cells live in an `Arc` this thread holds past the attempt.
-                        unsafe { t.write(&e, &cells[c], round) };
+                        unsafe { t.write(&cells[c], round) };
                         Ok(())
                     });
                 }
@@ -180,8 +181,8 @@ fn extension_does_not_return_a_stale_value() {
         };
         let mut t = TxState::new(2);
         transact(&e, &mut t, |t| {
-            let x = t.read(&e, &cells[b])?;
-            let y = t.read(&e, &cells[c])?;
+            let x = read(t, &e, &cells[b])?;
+            let y = read(t, &e, &cells[c])?;
             assert_eq!(x, y, "the reader saw one commit's b with another's c");
             Ok(())
         });

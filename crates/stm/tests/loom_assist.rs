@@ -12,16 +12,20 @@
 //!   transaction that read the old value of a word commits only before
 //!   the writer of the new one (its write version is smaller);
 //! - a read that overflowed the ring is validated by the application
-//!   thread: the same guarantee for a read that never reached the ring.
+//!   thread: the same guarantee for a read that never reached the ring;
+//! - the auxiliary never loads the lock of a word after the attempt that
+//!   read it has ended (the word may be freed then): the busy-section
+//!   handshake; `*_bites` shows the model fails without it.
 #![cfg(loom)]
 
+use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use skelaff_stm::assist_ring::{AppCursor, AuxCursor, Channel, Verdict};
 use skelaff_stm::lockword::{unlocked, version};
-use skelaff_stm::raw::{Committed, Engine, TxState};
+use skelaff_stm::raw::{Committed, Engine, TxState, VWord};
 
-type E = Engine<4>;
+type E = Engine;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -73,17 +77,18 @@ fn the_verdict_covers_exactly_the_entries_sent() {
     for second_stale in [false, true] {
         model(move || {
             let e = Arc::new(E::new());
+            let words = Arc::new([VWord::new(0), VWord::new(0)]);
             if second_stale {
-                // Lock 2 moved to version 5: an entry with bound 0 is stale.
-                e.lock(2).store(unlocked(5), Ordering::Relaxed);
+                // The second word moved to version 5: an entry with bound 0 is stale.
+                words[1].lock().store(unlocked(5), Ordering::Relaxed);
             }
             let ch = Arc::new(Channel::new(4, 1));
             let done = Arc::new(AtomicBool::new(false));
             let aux = auxiliary(e.clone(), ch.clone(), done.clone());
             let mut cur = AppCursor::default();
             cur.begin(&ch);
-            assert!(cur.push(&ch, 1, 0, false));
-            assert!(cur.push(&ch, 2, 0, false));
+            assert!(cur.push(&ch, words[0].lock(), 0, false));
+            assert!(cur.push(&ch, words[1].lock(), 0, false));
             let v = final_verdict(&mut cur, &ch, 0);
             done.store(true, Ordering::Release);
             aux.join().unwrap();
@@ -101,8 +106,7 @@ fn the_verdict_covers_exactly_the_entries_sent() {
 /// read was kept.
 fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
     let e = Arc::new(E::new());
-    // 12 words: 0, 4 and 8 lie in three different 32-byte stripes.
-    let cells = Arc::new([(); 12].map(|_| AtomicU64::new(0)));
+    let cells = Arc::new([(); 12].map(|_| VWord::new(0)));
     let ch = Arc::new(Channel::new(cap, 1));
     let finished = Arc::new(AtomicBool::new(false));
     let reads: &[usize] = if two_reads { &[0, 4] } else { &[0] };
@@ -125,7 +129,8 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
         let mut ok = true;
         for &i in reads {
             let before = st.read_set_len();
-            match st.read(&e, &cells[i]) {
+            // SAFETY: `cells` outlives the attempt (held by this thread).
+            match unsafe { st.read(&e, &cells[i]) } {
                 Ok(v) => seen = v,
                 Err(_) => {
                     ok = false;
@@ -147,14 +152,18 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
             aux = Some(bounded_auxiliary(e.clone(), ch.clone(), rounds, finished.clone()));
         }
         // SAFETY: `cells` outlives the attempt (held by this thread).
-        unsafe { st.write(&e, &cells[8], 7) };
+        unsafe { st.write(&cells[8], 7) };
         let kept = cur.kept_reads();
-        let r = st.commit_checked(&e, |st, bound| {
-            cur.confirm(&ch, st, &e, bound, || {
-                loom::thread::yield_now();
-                !finished.load(Ordering::Acquire)
-            })
-        });
+        let r = st.commit_checked(
+            &e,
+            |st, bound| {
+                cur.confirm(&ch, st, bound, || {
+                    loom::thread::yield_now();
+                    !finished.load(Ordering::Acquire)
+                })
+            },
+            |_| {},
+        );
         match r {
             Ok(c) => break (seen, c, kept),
             Err(_) => {
@@ -170,8 +179,7 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
         assert_eq!(kept_before_aux, Some(true), "the second read should have overflowed the ring");
     }
     let Committed::Wrote(wv) = committed else { panic!("the transaction wrote") };
-    let (_, lock) = e.lock_for(&cells[watched] as *const AtomicU64 as usize);
-    let writer_version = version(lock.load(Ordering::Acquire));
+    let writer_version = version(cells[watched].lock().load(Ordering::Acquire));
     if seen == 0 {
         assert!(writer_version > wv, "committed at {wv} after reading a word overwritten at {writer_version}");
     }
@@ -185,4 +193,82 @@ fn a_stale_read_is_caught_before_commit() {
 #[test]
 fn an_overflowed_read_is_validated_by_the_application_thread() {
     model(|| assisted_tx_against_writer(1, true, true));
+}
+
+/// The application thread reads a word, sends its lock to the auxiliary,
+/// ends the transaction and then frees the word (marks it dead in a loom
+/// cell, which loom checks for unordered access); the auxiliary, stepping
+/// meanwhile, loads every lock it is given through a check of that cell.
+/// With the busy-section handshake every load happens before the free; the
+/// `_bites` variant skips the handshake and must fail.
+fn aux_never_loads_a_freed_lock(handshake: bool) {
+    let e = Arc::new(E::new());
+    let word = Arc::new(VWord::new(3));
+    let alive = Arc::new(UnsafeCell::new(true));
+    let ch = Arc::new(if handshake { Channel::new(4, 1) } else { Channel::without_handshake(4, 1) });
+    let done = Arc::new(AtomicBool::new(false));
+    let aux = {
+        let (e, ch, alive, done) = (e.clone(), ch.clone(), alive.clone(), done.clone());
+        loom::thread::spawn(move || {
+            let mut aux = AuxCursor::default();
+            while !done.load(Ordering::Acquire) {
+                aux.step_with(&ch, &e, |lock| {
+                    // SAFETY: the word is an `Arc` this thread holds; `alive`
+                    // models whether the application thread freed it.
+                    alive.with(|a| assert!(unsafe { *a }, "the auxiliary loaded a freed word's lock"));
+                    // SAFETY: as above (the memory itself is never freed here).
+                    unsafe { &*lock }.load(Ordering::Acquire)
+                });
+                loom::thread::yield_now();
+            }
+        })
+    };
+    let mut st = TxState::new(1);
+    let mut cur = AppCursor::default();
+    st.begin(&e);
+    cur.begin(&ch);
+    // SAFETY: `word` outlives the attempt (held by this thread).
+    let v = unsafe { st.read(&e, &word) }.unwrap();
+    assert_eq!(v, 3);
+    cur.push(&ch, *st.read_locks().last().unwrap(), st.rv(), false);
+    cur.publish(&ch);
+    loom::thread::yield_now();
+    st.rollback();
+    cur.end(&ch);
+    // The transaction no longer protects the word: free it.
+    alive.with_mut(|a| unsafe { *a = false });
+    done.store(true, Ordering::Release);
+    aux.join().unwrap();
+}
+
+#[test]
+fn the_auxiliary_never_loads_a_freed_lock() {
+    model(|| aux_never_loads_a_freed_lock(true));
+}
+
+/// Without the handshake the model finds the auxiliary loading a lock after
+/// the word was freed; run in a child process by `handshake_bites`.
+#[test]
+#[ignore = "fails on purpose: run by handshake_bites"]
+fn unguarded_aux() {
+    model(|| aux_never_loads_a_freed_lock(false));
+}
+
+/// `unguarded_aux` must fail: the model detects a load of a freed word's
+/// lock when the busy-section handshake is skipped.
+#[test]
+fn handshake_bites() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "unguarded_aux", "--ignored", "--nocapture", "--test-threads", "1"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run the test binary");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "without the handshake the model passed:\n{text}");
+    assert!(
+        text.contains("loaded a freed word's lock")
+            || (text.contains("Causality violation") && text.contains("aux_never_loads_a_freed_lock")),
+        "the model failed for another reason:\n{text}"
+    );
 }

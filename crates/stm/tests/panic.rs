@@ -56,7 +56,8 @@ fn panic_writes_nothing<M: Mode>(cfg: &Config<M>) {
         })
     }));
     assert!(r.is_err(), "the panic must propagate");
-    common::assert_no_lock_left();
+    common::assert_unlocked(&vars);
+    common::assert_unlocked([&link]);
     for (i, v) in vars.iter().enumerate() {
         assert_eq!(v.load(), i as u64, "a write of the panicking transaction became visible");
     }
@@ -100,7 +101,7 @@ fn panic_while_others_commit<M: Mode>(cfg: &Config<M>) {
             }));
         }
     });
-    common::assert_no_lock_left();
+    common::assert_unlocked([&v]);
     assert_eq!(v.load(), 50_000 + 1_000 * 1_000_000);
 }
 

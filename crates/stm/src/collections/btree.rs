@@ -38,7 +38,7 @@ type P<K, V> = TPtr<BNode<K, V>>;
 type Slot<K, V> = (P<K, V>, usize);
 
 /// What [`Bt::for_each`] calls on each entry.
-type Visit<'f, X, K, V> = dyn FnMut(&mut X, K, &TVar<V>) -> Result<(), TxError> + 'f;
+type Visit<'f, 't, X, K, V> = dyn FnMut(&mut X, K, &'t TVar<V>) -> Result<(), TxError> + 'f;
 
 /// What an insert below a link asks of the node above.
 enum Ins<K, V> {
@@ -127,7 +127,7 @@ where
     }
 
     /// The leaf holding `k` and its slot.
-    fn find(&mut self, root: &Link<BNode<K, V>>, k: &K) -> Result<Option<Slot<K, V>>, TxError> {
+    fn find(&mut self, root: &'t Link<BNode<K, V>>, k: &K) -> Result<Option<Slot<K, V>>, TxError> {
         let mut p = self.tx.read(root)?;
         while let Some(q) = p {
             match Self::n(q) {
@@ -301,7 +301,7 @@ where
     }
 
     /// Calls `f` on every entry in key order.
-    fn for_each(&mut self, p: Option<P<K, V>>, f: &mut Visit<'_, X, K, V>) -> Result<(), TxError> {
+    fn for_each(&mut self, p: Option<P<K, V>>, f: &mut Visit<'_, 't, X, K, V>) -> Result<(), TxError> {
         let Some(p) = p else { return Ok(()) };
         match Self::n(p) {
             BNode::Leaf { len, keys, vals } => {

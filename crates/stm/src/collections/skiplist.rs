@@ -36,8 +36,8 @@
 //! to look at the head's links, and every remove of a tall node would write
 //! a word every search reads). A map that shrank keeps its top: searches
 //! then read a few empty head links. It sits in its own cache line, so
-//! writes to the head's links (inserts at the front) do not share a lock
-//! stripe with it.
+//! writes to the head's links (inserts at the front) do not move the line
+//! every search reads it from.
 
 use core::fmt;
 use core::marker::PhantomData;

@@ -10,11 +10,10 @@ use super::registry::registry;
 use super::thread::with_tx;
 use super::tx::Tx;
 
-/// Prepares the STM for its first transaction: pages in the lock table
-/// (a few milliseconds, once per process; see the crate's README). Every
-/// transaction does this itself if needed; call it ahead, as STAMP's
-/// `TM_STARTUP`, to keep that one-time cost out of a timed region. Later
-/// calls return at once.
+/// Prepares the STM for its first transaction: sets up the thread
+/// registry (1023 records, once per process). Every transaction does this
+/// itself if needed; call it ahead, as STAMP's `TM_STARTUP`, to keep that
+/// one-time cost out of a timed region. Later calls return at once.
 ///
 /// # Examples
 ///

@@ -2,7 +2,7 @@
 //! contention managers of [`ContentionManager`].
 //!
 //! This is not a wait for a condition (for that the crate uses
-//! `crossbeam_utils::Backoff`, e.g. in `TVar::store`'s wait for a stripe):
+//! `crossbeam_utils::Backoff`, e.g. in `TVar::store`'s wait for a locked word):
 //! nothing becomes true that a spin could watch for. Its job is to make two
 //! transactions that just conflicted stop meeting, and that needs a
 //! *random* delay: with a deterministic one (`Backoff::spin` doubles the

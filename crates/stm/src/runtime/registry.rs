@@ -21,7 +21,6 @@
 use crossbeam_utils::CachePadded;
 
 use super::counters::ThreadCounters;
-use crate::engine::prefault_lock_table;
 use crate::lockword::MAX_OWNER;
 use crate::primitive::{AtomicU64, AtomicUsize, Mutex, Ordering, fence};
 
@@ -140,7 +139,6 @@ pub(crate) fn registry() -> &'static Registry {
 
 impl Registry {
     fn new() -> Self {
-        prefault_lock_table();
         Registry {
             records: (0..MAX_THREADS).map(|_| CachePadded::new(ThreadRecord::new())).collect(),
             hwm: AtomicUsize::new(0),

@@ -12,6 +12,7 @@ use crate::engine::engine;
 use crate::erased::ErasedBox;
 use crate::error::{AbortReason, TxError};
 use crate::mode::{Mode, Plain};
+use crate::primitive::AtomicU64;
 use crate::raw::{Committed, TxState};
 use crate::tvar::TVar;
 use crate::txops::TxOps;
@@ -21,7 +22,7 @@ use super::assist::AssistSlot;
 use super::contention::Contention;
 use super::reclaim::Garbage;
 use super::registry::{ThreadRecord, registry};
-use super::retry::{wait_for_change, wake_waiters};
+use super::retry::{self, Slots};
 use super::sampling::{AccessKind, Sampler};
 
 /// A running transaction, handed to the closure of
@@ -76,7 +77,8 @@ pub(crate) struct TxCore {
     garbage: Garbage,
     contention: Contention,
     sampler: Sampler,
-    retry_locks: Vec<u32>,
+    /// The wake slots of a transaction waiting in `retry`.
+    retry_slots: Slots,
     /// The auxiliary thread of assisted mode, once asked for.
     assist: AssistSlot,
     /// This transaction runs assisted (its auxiliary is `assist`).
@@ -162,7 +164,7 @@ impl TxCore {
             garbage: Garbage::default(),
             contention: Contention::new(owner),
             sampler: Sampler::default(),
-            retry_locks: Vec::new(),
+            retry_slots: Slots::default(),
             assist: AssistSlot::Untried,
             assisted: false,
             throttle: Throttle::NONE,
@@ -172,8 +174,8 @@ impl TxCore {
     /// [`Tx::validate`]; `assisted_mode`: the transaction's mode is assisted.
     fn validate(&mut self, assisted_mode: bool) -> Result<(), TxError> {
         let ok = match (&mut self.assist, assisted_mode && self.assisted) {
-            (AssistSlot::Active(a), true) => a.validate_now(&self.st, engine()),
-            _ => self.st.validate(engine()),
+            (AssistSlot::Active(a), true) => a.validate_now(&self.st),
+            _ => self.st.validate(),
         };
         if ok {
             return Ok(());
@@ -230,10 +232,13 @@ impl TxCore {
     /// moving it forward needs no fence.
     #[inline]
     fn begin_again<M: Mode>(&mut self) {
+        // First: an assisted attempt waits until its auxiliary loads no lock
+        // of the attempt before, whose words the record protects until it
+        // moves on.
+        self.assist_begin::<M>();
         let s = engine().now();
         self.record.advance_tx(s);
         self.st.begin_at(s);
-        self.assist_begin::<M>();
     }
 
     /// The mode is a constant: a plain transaction has no assist code here.
@@ -257,27 +262,46 @@ impl TxCore {
 
     /// Commits the attempt: the plain protocol, or with the auxiliary's
     /// verdict standing in for the read-set validation.
+    ///
+    /// When a transaction waits in `retry`, the locks the commit releases
+    /// bump their wake slots, and the waiters are woken after.
     #[inline]
     fn commit<M: Mode>(&mut self) -> Result<Committed, AbortReason> {
-        match (&mut self.assist, M::ASSISTED && self.assisted) {
+        let wake = retry::waiters_exist();
+        let bump = |lock: &AtomicU64| {
+            if wake {
+                retry::released(lock);
+            }
+        };
+        let r = match (&mut self.assist, M::ASSISTED && self.assisted) {
             (AssistSlot::Active(a), true) => {
                 let throttle = self.throttle;
-                self.st.commit_checked(engine(), |st, bound| a.confirm(st, engine(), bound, throttle))
+                self.st.commit_checked(engine(), |st, bound| a.confirm(st, bound, throttle), bump)
             }
-            _ => self.st.commit(engine()),
+            _ => self.st.commit_checked(engine(), |st, _| st.validate(), bump),
+        };
+        if wake && matches!(r, Ok(Committed::Wrote(_))) {
+            retry::wake_waiters();
         }
+        r
     }
 
     /// An assisted read: the plain read (checked against the snapshot as
     /// always), then the entry goes to the auxiliary.
     #[inline]
-    fn read_assisted<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
+    ///
+    /// # Safety
+    ///
+    /// As [`TxState::read`]: `var` stays alive and in place until this
+    /// attempt ends.
+    unsafe fn read_assisted<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
         let AssistSlot::Active(a) = &mut self.assist else { unreachable!("assisted without an auxiliary") };
         if a.conflicted() {
             return Err(self.signal(TxError::Conflict(AbortReason::AuxiliaryConflict)));
         }
         let before = self.st.read_set_len();
-        match self.st.read(engine(), var.cell()) {
+        // SAFETY: forwarded to the caller.
+        match unsafe { self.st.read(engine(), var.vword()) } {
             Ok(w) => {
                 if self.st.read_set_len() != before {
                     let lock = *self.st.read_locks().last().expect("a read was recorded");
@@ -315,36 +339,34 @@ impl TxCore {
         self.begin_again::<M>();
     }
 
-    /// `retry`: remember what was read, roll back, wait until one of those
-    /// stripes moves past the snapshot (or a poll interval passes), run again.
+    /// `retry`: register on the wake slots of what was read while the
+    /// transaction still protects it, validate (something read may have
+    /// changed already: then run again at once), roll back, and wait until
+    /// a slot moves or a poll interval passes; then run again (see the
+    /// `retry` module).
     #[cold]
     fn retry_later<M: Mode>(&mut self) {
-        let rv = self.st.rv();
-        self.retry_locks.clear();
-        self.retry_locks.extend_from_slice(self.st.read_locks());
-        self.retry_locks.sort_unstable();
-        self.retry_locks.dedup();
+        retry::register(self.st.read_locks(), &mut self.retry_slots);
+        let unchanged = self.st.validate();
         self.rollback(AbortReason::Retry);
         self.assist_end::<M>();
         self.record.end_tx();
-        wait_for_change(&self.retry_locks, rv);
+        if unchanged {
+            retry::wait(&self.retry_slots);
+        } else {
+            retry::give_up();
+        }
         self.begin_first::<M>();
     }
 
+    /// The attempt committed, with `reads` reads and `writes` words written.
     #[inline]
-    fn committed(&mut self, c: Committed) {
-        let reads = self.st.read_set_len();
-        let writes = self.st.write_set_len();
+    fn committed(&mut self, c: Committed, reads: usize, writes: usize) {
         self.record.counters.commit(c == Committed::ReadOnly, reads, writes);
         self.allocs.clear();
-        if let Committed::Wrote(_) = c {
-            wake_waiters();
-        }
         if !self.frees.is_empty() {
             self.garbage.retire(&mut self.frees);
         }
-        // The sets are cleared when the next attempt begins (`begin_at`);
-        // the write set's addresses are never used again before that.
     }
 
     /// Ends the transaction: the record no longer protects anything, and
@@ -387,14 +409,14 @@ impl TxCore {
                 continue;
             }
             match res {
-                Ok(r) => match tx.commit::<M>() {
-                    Ok(c) => {
-                        tx.committed(c);
+                Ok(r) => match (tx.st.read_set_len(), tx.st.write_set_len(), tx.commit::<M>()) {
+                    (reads, writes, Ok(c)) => {
+                        tx.committed(c, reads, writes);
                         let tx = g.disarm();
                         tx.finish::<M>();
                         return Ok(r);
                     }
-                    Err(reason) => tx.conflict(reason, cfg, &mut attempt),
+                    (_, _, Err(reason)) => tx.conflict(reason, cfg, &mut attempt),
                 },
                 Err(e) => {
                     tx.rollback(AbortReason::Explicit);
@@ -455,7 +477,7 @@ impl Drop for TxCore {
 
 impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
-    fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
+    fn read<T: Word>(&mut self, var: &'tcell TVar<T>) -> Result<T, TxError> {
         let core = &mut self.core;
         // `M::SAMPLED` and `M::ASSISTED` are constants: a plain transaction's
         // read is the protocol's read and nothing else.
@@ -463,9 +485,14 @@ impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
             core.sample(var.addr(), AccessKind::Read);
         }
         if M::ASSISTED && core.assisted {
-            return core.read_assisted(var);
+            // SAFETY: as for the plain read below.
+            return unsafe { core.read_assisted(var) };
         }
-        match core.st.read(engine(), var.cell()) {
+        // SAFETY: `TxState::read` needs `var` alive and in place until this
+        // attempt ends (its lock stays in the read set and is loaded again
+        // by validations). `var` is borrowed for `'tcell`, which outlives
+        // the attempt: see the same argument on `write` below.
+        match unsafe { core.st.read(engine(), var.vword()) } {
             Ok(w) => Ok(T::from_word(w)),
             Err(reason) => Err(core.signal(TxError::Conflict(reason))),
         }
@@ -492,7 +519,7 @@ impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
         // rollback, or `AttemptGuard::drop` while unwinding). Invariance
         // keeps a `&mut Tx<'tcell>` from being used as a `Tx` of a shorter
         // lifetime. So `var` outlives the attempt, whoever the caller is.
-        unsafe { core.st.write(engine(), var.cell(), value.to_word()) };
+        unsafe { core.st.write(var.vword(), value.to_word()) };
         Ok(())
     }
 

@@ -1,16 +1,11 @@
 //! Helpers shared by the integration tests.
 
-/// Asserts that no stripe stays locked. Other tests of the same binary may
-/// be committing right now (locks are held for a write-back only), so a
-/// lock must be seen held for a whole second to count as leaked.
-pub(crate) fn assert_no_lock_left() {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-    loop {
-        let n = skelaff_stm::locked_stripes();
-        if n == 0 {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "{n} stripe(s) stayed locked");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+use skelaff_stm::TVar;
+
+/// Asserts that none of `vars` is locked. Call it once every thread that
+/// writes them has stopped: each variable has its own lock, held only by a
+/// commit that writes that variable.
+pub(crate) fn assert_unlocked<'a, T: 'a>(vars: impl IntoIterator<Item = &'a TVar<T>>) {
+    let locked = vars.into_iter().filter(|v| v.is_locked()).count();
+    assert_eq!(locked, 0, "{locked} variable(s) stayed locked");
 }

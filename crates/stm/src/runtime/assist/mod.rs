@@ -11,7 +11,7 @@
 //! # What moves to the auxiliary, what stays, and why it is still opaque
 //!
 //! In the plain mode three things check the read set: (1) every read
-//! checks its stripe against the snapshot bound `rv` (unlocked, version
+//! checks its word's lock against the snapshot bound `rv` (unlocked, version
 //! `<= rv`); (2) a read that finds a newer version validates the whole read
 //! set and extends `rv` to the clock (LSA); (3) a writing commit, after
 //! locking its write set and advancing the clock, validates the read set
@@ -29,7 +29,7 @@
 //! with [`Tx::validate`](crate::Tx::validate): serializability of a
 //! writing commit needs the read set to be unchanged up to the commit's
 //! validation bound (no other commit with a version in `(rv, bound]` wrote
-//! a stripe read; see `Engine::advance`). The auxiliary checks each entry
+//! a word read; see `Engine::advance`). The auxiliary checks each entry
 //! as it arrives and re-checks all of them whenever the clock moves (or a
 //! validation is asked for), publishing the clock value its last complete
 //! check began at (`ring`'s invariant). The commit then takes the
@@ -151,7 +151,8 @@ impl Assistant {
         self.pairing
     }
 
-    /// Starts an attempt; wakes the auxiliary if it parked.
+    /// Starts an attempt; wakes the auxiliary if it parked. Returns once
+    /// the auxiliary loads no lock of the attempt before.
     #[inline]
     pub(crate) fn begin(&mut self, throttle: Throttle) {
         if throttle.park_idle != self.park_idle {
@@ -167,7 +168,8 @@ impl Assistant {
         }
     }
 
-    /// The transaction ended (committed, failed or unwound).
+    /// The transaction ended (committed, failed or unwound). Returns once
+    /// the auxiliary loads no lock of its last attempt.
     #[inline]
     pub(crate) fn end(&mut self) {
         self.cur.end(&self.ch);
@@ -175,7 +177,7 @@ impl Assistant {
 
     /// Sends a read to the auxiliary (or keeps it; see `AppCursor::push`).
     #[inline(always)]
-    pub(crate) fn push(&mut self, lock: u32, bound: u64, throttle: Throttle) {
+    pub(crate) fn push(&mut self, lock: *const crate::primitive::AtomicU64, bound: u64, throttle: Throttle) {
         self.cur.push(&self.ch, lock, bound, throttle.help_when_full);
     }
 
@@ -188,25 +190,19 @@ impl Assistant {
     /// A validation asked for by the program: the auxiliary re-checks every
     /// entry sent; the reads kept here are checked now. Returns false if
     /// the attempt is known stale.
-    pub(crate) fn validate_now<const N: usize>(&mut self, st: &TxState, e: &crate::raw::Engine<N>) -> bool {
+    pub(crate) fn validate_now(&mut self, st: &TxState) -> bool {
         if self.conflicted() {
             return false;
         }
         self.cur.request_pass(&self.ch);
-        !self.cur.kept_reads() || st.validate_from(e, self.cur.sent())
+        !self.cur.kept_reads() || st.validate_from(self.cur.sent())
     }
 
     /// A writing commit's read-set validation up to `bound` (see the
     /// module docs): the auxiliary's verdict for what was sent, this
     /// thread's own check for what was kept, or — with no verdict within
     /// the budget — this thread's own check of everything.
-    pub(crate) fn confirm<const N: usize>(
-        &mut self,
-        st: &TxState,
-        e: &crate::raw::Engine<N>,
-        bound: u64,
-        throttle: Throttle,
-    ) -> bool {
+    pub(crate) fn confirm(&mut self, st: &TxState, bound: u64, throttle: Throttle) -> bool {
         // An auxiliary that timed out before and has not caught up since
         // is not waited for again.
         let mut wait = !self.stalled || self.cur.aux_reached_attempt(&self.ch);
@@ -214,7 +210,7 @@ impl Assistant {
         let start = Instant::now();
         let mut spins = 0u32;
         let mut timed_out = false;
-        let ok = self.cur.confirm(ch, st, e, bound, || {
+        let ok = self.cur.confirm(ch, st, bound, || {
             if !wait {
                 return false;
             }

@@ -5,28 +5,45 @@
 //! [`AuxCursor`] for the auxiliary), independent of threads and pinning,
 //! so the loom model (`tests/loom_assist.rs`) runs this very code.
 //!
-//! Each entry is one transactional read: the lock index and the snapshot
-//! bound `B` the read was checked against. It stays valid while its stripe
-//! is unlocked (or locked by the reader itself) at a version `<= B`.
+//! Each entry is one transactional read: the address of the word's lock and
+//! the snapshot bound `B` the read was checked against. It stays valid
+//! while the lock is unlocked (or locked by the reader itself) at a
+//! version `<= B`.
+//!
+//! **The lock addresses are the application thread's to vouch for.** A
+//! word its attempt read stays alive only while that attempt runs (then
+//! reclamation may free it), so the auxiliary loads an entry's lock only
+//! inside a *busy section* for that attempt: it publishes `aux_busy =
+//! attempt`, issues a SeqCst fence, and checks that the application thread
+//! is still in that attempt (`app_attempt`); the application thread, when
+//! an attempt ends (a new one begins, or the transaction ends), stores its
+//! new `app_attempt`, issues a SeqCst fence, and waits while `aux_busy`
+//! names the old attempt, before its record stops protecting what it read.
+//! Of the two fenced store/load pairs one sees the other's store: either
+//! the auxiliary sees the attempt over and loads nothing, or the
+//! application thread waits until the auxiliary has left (its Release of
+//! `aux_busy = 0`, loaded with Acquire, orders every load of the section
+//! before the words can be freed). `tests/loom_assist.rs` checks it, and
+//! fails without the wait.
 //!
 //! The auxiliary publishes two words, `progress` (attempt number and how
 //! many of its entries were checked) and `stamp` (a clock value), with the
 //! invariant: *every entry counted in `progress` was last found valid by a
 //! check that began after the clock had reached `stamp`*. Such a check
 //! shows that no other commit with a version in `(B, stamp]` wrote the
-//! stripe (a committer locks its stripes before it advances the clock and
+//! word (a committer locks its words before it advances the clock and
 //! releases them at its write version). Checks happen at a clock that only
 //! grows, so the invariant holds whichever of the two words is older.
 
 use crossbeam_utils::CachePadded;
 
 use crate::lockword::{is_locked, owner, version};
-use crate::primitive::{AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::primitive::{AtomicBool, AtomicU64, Ordering, UnsafeCell, fence, spin_loop, yield_now};
 use crate::raw::{Engine, TxState};
 
-/// One read: `(attempt << 32) | lock index`, and the snapshot bound it was
-/// checked against.
-type Entry = [u64; 2];
+/// One read: the attempt, the address of the word's lock, and the snapshot
+/// bound it was checked against.
+type Entry = [u64; 3];
 
 /// Entries the application thread writes before it publishes `tail`: one
 /// store to the line the auxiliary polls per batch rather than per read
@@ -71,6 +88,9 @@ pub struct Channel {
     stamp: AtomicU64,
     /// The attempt number the auxiliary found stale (0: none).
     conflict: CachePadded<AtomicU64>,
+    /// The attempt whose locks the auxiliary may be loading right now (0:
+    /// none): its busy section (see the module docs).
+    aux_busy: CachePadded<AtomicU64>,
     /// The auxiliary thread is parked, or about to park.
     pub(crate) sleeping: AtomicBool,
     /// The auxiliary thread runs (false once it exits or unwinds).
@@ -83,6 +103,10 @@ pub struct Channel {
     /// The application thread's owner id (its own locks do not invalidate).
     owner: u64,
     slots: Box<[UnsafeCell<Entry>]>,
+    /// Loom only: the busy-section handshake is skipped, so the model shows
+    /// what it prevents.
+    #[cfg(loom)]
+    handshake_removed: bool,
 }
 
 // SAFETY: the slots are the only non-`Sync` part. Slot `i % capacity` is
@@ -101,6 +125,9 @@ impl Channel {
     pub fn new(capacity: usize, owner: u64) -> Channel {
         assert!(capacity.is_power_of_two(), "the ring capacity must be a power of two");
         Channel {
+            aux_busy: CachePadded::new(AtomicU64::new(0)),
+            #[cfg(loom)]
+            handshake_removed: false,
             tail: CachePadded::new(AtomicU64::new(0)),
             app_attempt: CachePadded::new(AtomicU64::new(0)),
             requests: AtomicU64::new(0),
@@ -113,7 +140,47 @@ impl Channel {
             shutdown: AtomicBool::new(false),
             park_idle: AtomicBool::new(false),
             owner,
-            slots: (0..capacity).map(|_| UnsafeCell::new([0; 2])).collect(),
+            slots: (0..capacity).map(|_| UnsafeCell::new([0; 3])).collect(),
+        }
+    }
+
+    /// Loom only: a channel whose busy-section handshake is skipped (the
+    /// model that shows the handshake matters).
+    #[cfg(loom)]
+    pub fn without_handshake(capacity: usize, owner: u64) -> Channel {
+        Channel { handshake_removed: true, ..Channel::new(capacity, owner) }
+    }
+
+    #[inline(always)]
+    fn handshake(&self) -> bool {
+        #[cfg(loom)]
+        return !self.handshake_removed;
+        #[cfg(not(loom))]
+        true
+    }
+
+    /// The application thread's half of the handshake: its attempt changed
+    /// to `current` (0: outside transactions) and it will stop protecting
+    /// what the old one read; waits while the auxiliary is in a busy
+    /// section of another attempt. The caller stored `app_attempt` first.
+    fn quiesce(&self, current: u64) {
+        if !self.handshake() {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        let mut spins = 0u32;
+        loop {
+            let busy = self.aux_busy.load(Ordering::Acquire);
+            if busy == 0 || busy == current || !self.alive.load(Ordering::Acquire) {
+                return;
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 64 == 0 {
+                // The auxiliary may be descheduled inside its section.
+                yield_now();
+            } else {
+                spin_loop();
+            }
         }
     }
 
@@ -192,6 +259,9 @@ impl AppCursor {
         // before it parks (see `auxiliary`): either it sees this attempt,
         // or the caller sees it sleeping and wakes it.
         ch.app_attempt.store(self.attempt, Ordering::SeqCst);
+        // The last attempt's words may be freed once the caller moves its
+        // record on: not while the auxiliary loads their locks.
+        ch.quiesce(self.attempt);
     }
 
     /// Whether the auxiliary may be parked (the caller should wake it).
@@ -200,10 +270,13 @@ impl AppCursor {
         ch.sleeping.load(Ordering::SeqCst)
     }
 
-    /// Ends the transaction: the auxiliary may go idle.
+    /// Ends the transaction: the auxiliary may go idle. Returns once the
+    /// auxiliary loads no lock of the ended attempt (the caller may then
+    /// stop protecting what it read).
     #[inline]
     pub fn end(&mut self, ch: &Channel) {
-        ch.app_attempt.store(0, Ordering::Release);
+        ch.app_attempt.store(0, Ordering::SeqCst);
+        ch.quiesce(0);
     }
 
     /// Sends read `(lock, bound)` to the auxiliary. Returns false when the
@@ -211,7 +284,7 @@ impl AppCursor {
     /// (`help`) more than half full, or an earlier read of this attempt
     /// stayed. Never blocks.
     #[inline]
-    pub fn push(&mut self, ch: &Channel, lock: u32, bound: u64, help: bool) -> bool {
+    pub fn push(&mut self, ch: &Channel, lock: *const AtomicU64, bound: u64, help: bool) -> bool {
         if self.kept {
             return false;
         }
@@ -228,7 +301,7 @@ impl AppCursor {
             // SAFETY: `tail - head_seen < capacity`, so the consumer is done
             // with this slot (its Release store of `head` was loaded with
             // Acquire) and does not read it before our Release of `tail`.
-            unsafe { *p = [(self.attempt << 32) | u64::from(lock), bound] }
+            unsafe { *p = [self.attempt, lock as usize as u64, bound] }
         });
         self.tail += 1;
         self.sent += 1;
@@ -288,14 +361,7 @@ impl AppCursor {
     /// the reads sent are confirmed, and the reads kept (`st`'s from the
     /// [`sent`](Self::sent)-th on) are validated here; `Stale`: invalid;
     /// still pending: `st`'s whole read set is validated here.
-    pub fn confirm<const N: usize>(
-        &mut self,
-        ch: &Channel,
-        st: &TxState,
-        e: &Engine<N>,
-        bound: u64,
-        mut keep_waiting: impl FnMut() -> bool,
-    ) -> bool {
+    pub fn confirm(&mut self, ch: &Channel, st: &TxState, bound: u64, mut keep_waiting: impl FnMut() -> bool) -> bool {
         let verdict = loop {
             match self.verdict(ch, bound) {
                 Verdict::Pending if keep_waiting() => {}
@@ -303,9 +369,9 @@ impl AppCursor {
             }
         };
         match verdict {
-            Verdict::Valid => !self.kept || st.validate_from(e, self.sent()),
+            Verdict::Valid => !self.kept || st.validate_from(self.sent()),
             Verdict::Stale => false,
-            Verdict::Pending => st.validate(e),
+            Verdict::Pending => st.validate(),
         }
     }
 
@@ -321,8 +387,9 @@ impl AppCursor {
 pub struct AuxCursor {
     /// The attempt whose entries `reads` holds.
     attempt: u64,
-    /// This attempt's entries checked so far: `(lock, bound)`.
-    reads: Vec<(u32, u64)>,
+    /// This attempt's entries checked so far: `(lock, bound)`, kept only
+    /// while the attempt runs.
+    reads: Vec<(*const AtomicU64, u64)>,
     /// The clock value all of `reads` were last checked at or after.
     stamp: u64,
     /// This attempt was found stale (nothing more to check).
@@ -337,23 +404,39 @@ impl AuxCursor {
     /// One round of the auxiliary's work: re-check this attempt's entries
     /// if the clock moved (or a pass was asked for), check and consume the
     /// new entries, publish. Returns whether there was anything to do.
-    pub fn step<const N: usize>(&mut self, ch: &Channel, e: &Engine<N>) -> bool {
+    pub fn step(&mut self, ch: &Channel, e: &Engine) -> bool {
+        self.step_with(ch, e, |lock| {
+            // SAFETY: `step_with` calls this only inside a busy section for
+            // the attempt that read the word, which keeps it alive (the
+            // module docs give the handshake).
+            unsafe { &*lock }.load(Ordering::Acquire)
+        })
+    }
+
+    /// [`AuxCursor::step`] with the load of a lock supplied (the loom
+    /// model checks with it that no load reaches a freed word).
+    pub fn step_with(&mut self, ch: &Channel, e: &Engine, load: impl Fn(*const AtomicU64) -> u64) -> bool {
         let active = ch.app_attempt.load(Ordering::Acquire);
-        // Every check below begins after this load: the clock had reached `c`.
-        let c = e.now();
-        let requests = ch.requests.load(Ordering::Acquire);
-        let mut worked = false;
         if active != 0 && active != self.attempt {
             self.attempt = active;
             self.reads.clear();
             self.stale = false;
         }
-        if active != 0 && !self.stale && (c != self.stamp || requests != self.requests_seen) {
+        let inside = active != 0 && self.enter(ch, active);
+        if !inside {
+            // The attempt is over: its words may be freed, forget them.
+            self.reads.clear();
+        }
+        // Every check below begins after this load: the clock had reached `c`.
+        let c = e.now();
+        let requests = ch.requests.load(Ordering::Acquire);
+        let mut worked = false;
+        if inside && !self.stale && (c != self.stamp || requests != self.requests_seen) {
             self.requests_seen = requests;
             if !self.reads.is_empty() {
                 worked = true;
                 let me = ch.owner;
-                if !self.reads.iter().all(|&(i, b)| entry_valid(e.lock(i as usize).load(Ordering::Acquire), b, me)) {
+                if !self.reads.iter().all(|&(l, b)| entry_valid(load(l), b, me)) {
                     self.raise(ch);
                 }
             }
@@ -364,22 +447,21 @@ impl AuxCursor {
         }
         let tail = ch.tail.load(Ordering::Acquire);
         while self.head != tail {
-            let [tagged, bound] = ch.slot(self.head).with(|p| {
+            let [attempt, lock, bound] = ch.slot(self.head).with(|p| {
                 // SAFETY: `head < tail` (Acquire), so the producer wrote this
                 // slot before its Release of `tail` and will not write it
                 // again before our Release of `head` past it.
                 unsafe { *p }
             });
-            let attempt = tagged >> 32;
-            if attempt != self.attempt {
+            if attempt != self.attempt || !inside {
                 // An entry of a newer attempt whose start we have not seen:
                 // leave it for the next round. One of an ended attempt: drop.
-                if attempt == ch.app_attempt.load(Ordering::Acquire) {
+                if attempt != self.attempt && attempt == ch.app_attempt.load(Ordering::Acquire) {
                     break;
                 }
             } else if !self.stale {
-                let lock = tagged as u32;
-                if entry_valid(e.lock(lock as usize).load(Ordering::Acquire), bound, ch.owner) {
+                let lock = lock as usize as *const AtomicU64;
+                if entry_valid(load(lock), bound, ch.owner) {
                     self.reads.push((lock, bound));
                 } else {
                     self.raise(ch);
@@ -388,6 +470,9 @@ impl AuxCursor {
             self.head += 1;
             worked = true;
         }
+        if inside && ch.handshake() {
+            ch.aux_busy.store(0, Ordering::Release);
+        }
         if worked {
             ch.head.store(self.head, Ordering::Release);
             if !self.stale && self.attempt != 0 {
@@ -395,6 +480,23 @@ impl AuxCursor {
             }
         }
         worked
+    }
+
+    /// Enters a busy section for attempt `a`: true if the application
+    /// thread is still in it (the section's loads are then safe until
+    /// `aux_busy` is cleared), false (and no section) otherwise.
+    fn enter(&self, ch: &Channel, a: u64) -> bool {
+        if !ch.handshake() {
+            return true;
+        }
+        ch.aux_busy.store(a, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if ch.app_attempt.load(Ordering::Acquire) == a {
+            true
+        } else {
+            ch.aux_busy.store(0, Ordering::Release);
+            false
+        }
     }
 
     #[cold]
