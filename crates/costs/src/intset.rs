@@ -246,9 +246,11 @@ macro_rules! stm_set {
             fn remove(&self, v: u64) -> bool {
                 stm::atomically_with(&self.cfg, |tx| Ok(self.set.remove(tx, &v)?.is_some()))
             }
+            /// A lookup is a read-only transaction (as TinySTM's intset
+            /// starts it with `read_only = 1`): no read set.
             #[inline]
             fn contains(&self, v: u64) -> bool {
-                stm::atomically_with(&self.cfg, |tx| self.set.contains(tx, &v))
+                stm::atomically_with(&self.cfg.read_only(), |tx| self.set.contains(tx, &v))
             }
             fn size(&self) -> usize {
                 stm::atomically(|tx| self.set.len(tx))

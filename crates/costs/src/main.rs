@@ -62,6 +62,15 @@ enum Cmd {
     },
 }
 
+/// Prints a line to standard output; a closed output (`| head`) stops the
+/// printing, not the work (and never panics, as `println!` would).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn default_baseline() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("baseline.json")
 }
@@ -147,7 +156,7 @@ fn check(names: &[String], path: &Path, json: bool) -> Result<bool, Error> {
                 Verdict::NoBaseline => "NO BASELINE".to_owned(),
                 Verdict::OtherOps { baseline_ops } => format!("BASELINE COUNTED {baseline_ops} OPS"),
             };
-            println!("{:<16} {:>10.1} Ir/op  baseline {base_txt}  {change}  {what}", s.name, row.ir_per_op);
+            say!("{:<16} {:>10.1} Ir/op  baseline {base_txt}  {change}  {what}", s.name, row.ir_per_op);
         }
         rows.push(row);
     }
@@ -161,9 +170,9 @@ fn check(names: &[String], path: &Path, json: bool) -> Result<bool, Error> {
             rows,
             ok,
         };
-        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+        say!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else if !ok {
-        println!(
+        say!(
             "skelaff-costs: a count grew past its baseline. If the growth is deliberate, run `skelaff-costs update` and say why in the commit."
         );
     }
@@ -172,15 +181,20 @@ fn check(names: &[String], path: &Path, json: bool) -> Result<bool, Error> {
 
 fn update(names: &[String], path: &Path) -> Result<(), Error> {
     let mut base = if path.exists() { Baseline::load(path)? } else { Baseline::default() };
+    let mut lines = Vec::new();
     for s in selected(names)? {
         let c = count(s, false)?;
         let old = base.scenarios.insert(s.name.to_owned(), Entry { ops: s.ops, ir: c.ir });
         let was = old.map_or_else(|| "new".to_owned(), |o| format!("was {:.1}", o.per_op()));
-        println!("{:<16} {:>10.1} Ir/op ({was})", s.name, c.ir as f64 / s.ops as f64);
+        lines.push(format!("{:<16} {:>10.1} Ir/op ({was})", s.name, c.ir as f64 / s.ops as f64));
     }
     base.rustc = RUSTC.to_owned();
     base.built_with = BUILT_WITH.to_owned();
-    base.save(path)
+    base.save(path)?;
+    for l in lines {
+        say!("{l}");
+    }
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]
@@ -211,13 +225,13 @@ fn show(names: &[String], cache_sim: bool, json: bool) -> Result<(), Error> {
                 (Some(d1), Some(ll)) => format!("  D1mr/op {d1:7.2}  LLmr/op {ll:7.2}"),
                 _ => String::new(),
             };
-            println!("{:<16} {:>10.1} Ir/op{misses}  ({})", s.name, row.ir_per_op, s.op);
+            say!("{:<16} {:>10.1} Ir/op{misses}  ({})", s.name, row.ir_per_op, s.op);
         }
         rows.push(row);
     }
     if json {
         let v = serde_json::json!({"benchmark": "stm-costs", "rustc": RUSTC, "cache_sim": cache_sim, "rows": rows});
-        println!("{v}");
+        say!("{v}");
     }
     Ok(())
 }
@@ -230,7 +244,7 @@ fn main() -> ExitCode {
         Cmd::Show { scenarios, cache_sim, json } => show(&scenarios, cache_sim, json).map(|()| true),
         Cmd::List => {
             for s in SCENARIOS {
-                println!("{:<16} {:>7} x {}", s.name, s.ops, s.op);
+                say!("{:<16} {:>7} x {}", s.name, s.ops, s.op);
             }
             Ok(true)
         }

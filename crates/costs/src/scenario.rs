@@ -4,7 +4,7 @@
 //! [`costs_measured`], the one function callgrind counts.
 
 use skelaff_stamp::vacation::{ClientBench, VacationArgs};
-use skelaff_stm::{TVar, TxError, TxOps, atomically, try_atomically};
+use skelaff_stm::{Config, TVar, TxError, TxOps, atomically, atomically_with, try_atomically};
 
 use crate::intset::{Counts, IntSet, Mix, Rng, StmSet, fill};
 
@@ -48,9 +48,15 @@ const WORDS: usize = 64;
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "read",
-        op: "one transactional read (64 per read-only transaction, each on its own stripe)",
+        op: "one transactional read (64 per transaction that only reads, each word on its own cache line)",
         ops: 1000 * WORDS as u64,
         run: reads,
+    },
+    Scenario {
+        name: "read-ro",
+        op: "one read in a read-only transaction (64 per transaction, Config::read_only: no read set)",
+        ops: 1000 * WORDS as u64,
+        run: reads_read_only,
     },
     Scenario {
         name: "write",
@@ -115,6 +121,16 @@ fn spread_words(n: usize) -> Vec<[TVar<u64>; 4]> {
 fn reads(ops: u64) -> Result<(), String> {
     let words = spread_words(WORDS);
     let read_all = || atomically(|tx| words.iter().try_fold(0u64, |s, w| Ok(s + tx.read(&w[0])?)));
+    let expected = read_all();
+    let rounds = ops / WORDS as u64;
+    let sums = costs_measured(|| (0..rounds).map(|_| read_all()).sum::<u64>());
+    check(sums == expected * rounds, "the reads' sums")
+}
+
+fn reads_read_only(ops: u64) -> Result<(), String> {
+    let words = spread_words(WORDS);
+    let ro = Config::new().read_only();
+    let read_all = || atomically_with(&ro, |tx| words.iter().try_fold(0u64, |s, w| Ok(s + tx.read(&w[0])?)));
     let expected = read_all();
     let rounds = ops / WORDS as u64;
     let sums = costs_measured(|| (0..rounds).map(|_| read_all()).sum::<u64>());

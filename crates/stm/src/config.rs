@@ -9,7 +9,7 @@ use strum::VariantNames;
 
 use crate::assist::{Assist, AuxPlacement, Throttle};
 use crate::error::ConfigError;
-use crate::mode::{Mode, Plain};
+use crate::mode::{Mode, Plain, ReadOnly};
 
 /// What a transaction does after a conflict, before it runs again.
 ///
@@ -114,6 +114,25 @@ impl Config<Plain> {
     /// The default configuration.
     pub const fn new() -> Self {
         Self::DEFAULT
+    }
+
+    /// The same settings for transactions that only read (a lookup): mode
+    /// [`ReadOnly`], which records no read set (see [`mode`](crate::mode)).
+    /// A transaction that writes after all still commits correctly: its
+    /// read-only attempt is rolled back and it runs again as a plain one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::{atomically_with, Config, TMap};
+    ///
+    /// let m: TMap<u32, u32> = TMap::new();
+    /// atomically_with(&Config::new(), |tx| m.insert(tx, 1, 10));
+    /// let lookup = Config::new().read_only();
+    /// assert_eq!(atomically_with(&lookup, |tx| m.get(tx, &1)), Some(10));
+    /// ```
+    pub const fn read_only(self) -> Config<ReadOnly> {
+        self.mode()
     }
 }
 

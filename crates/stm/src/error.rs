@@ -33,11 +33,15 @@ pub enum AbortReason {
     Explicit,
     /// The closure panicked: the attempt is rolled back and the panic propagates.
     Panic,
+    /// An attempt run read-only (mode [`ReadOnly`](crate::ReadOnly), which
+    /// records no read set) wrote or asked to retry: it is rolled back and
+    /// the transaction runs again at once, recording its reads.
+    ReadOnlyUpgrade,
 }
 
 impl AbortReason {
     /// Every reason, in counter order.
-    pub const ALL: [AbortReason; 8] = [
+    pub const ALL: [AbortReason; 9] = [
         AbortReason::LockedOnRead,
         AbortReason::ValidateOnRead,
         AbortReason::LockedOnCommit,
@@ -46,6 +50,7 @@ impl AbortReason {
         AbortReason::Retry,
         AbortReason::Explicit,
         AbortReason::Panic,
+        AbortReason::ReadOnlyUpgrade,
     ];
     /// How many reasons there are.
     pub const COUNT: usize = Self::ALL.len();
@@ -61,6 +66,7 @@ impl AbortReason {
             AbortReason::Retry => "retry",
             AbortReason::Explicit => "explicit",
             AbortReason::Panic => "panic",
+            AbortReason::ReadOnlyUpgrade => "read_only_upgrade",
         }
     }
 

@@ -29,7 +29,7 @@ pub use config::{Config, ContentionManager};
 pub use engine::clock;
 pub use erased::ErasedBox;
 pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
-pub use mode::{Assisted, Mode, ModeFn, Plain, Sampled, SampledAssisted, mode_name, with_mode};
+pub use mode::{Assisted, Mode, ModeFn, Plain, ReadOnly, Sampled, SampledAssisted, mode_name, with_mode};
 #[cfg(feature = "fault-injection")]
 pub use runtime::api::inject_aux_fault;
 pub use runtime::api::{assist_pairing, atomically, atomically_with, startup, try_atomically, try_atomically_with};

@@ -19,6 +19,15 @@
 //! | [`Sampled`] | yes, while [`sampler::enable`](crate::sampler::enable)d | no |
 //! | [`Assisted`] | no | yes |
 //! | [`SampledAssisted`] | yes | yes |
+//! | [`ReadOnly`] | no | no; and no read set (see below) |
+//!
+//! [`ReadOnly`] is a hint for transactions that only read (a lookup): they
+//! run TL2's read-only protocol, which records no read set and never
+//! validates — each read is checked against the snapshot as always, and a
+//! word newer than the snapshot restarts the transaction with a new one
+//! instead of extending it. If such a transaction writes after all, the
+//! attempt is rolled back ([`AbortReason::ReadOnlyUpgrade`](crate::AbortReason::ReadOnlyUpgrade))
+//! and the transaction runs again as a plain one, recording its reads.
 //!
 //! Code generic over [`TxOps`](crate::TxOps) (the collections, a
 //! worklist's `process`) runs in every mode unchanged; a caller that picks
@@ -60,6 +69,8 @@ pub trait Mode: sealed::Sealed + Debug + Default + Copy + Eq + Send + Sync + 'st
     const SAMPLED: bool;
     /// Reads are streamed to an auxiliary thread that validates them.
     const ASSISTED: bool;
+    /// Attempts run read-only (no read set) until one writes.
+    const READ_ONLY: bool;
     /// This mode with sampling on.
     type WithSampling: Mode;
     /// This mode with assisted validation on.
@@ -67,7 +78,7 @@ pub trait Mode: sealed::Sealed + Debug + Default + Copy + Eq + Send + Sync + 'st
 }
 
 macro_rules! modes {
-    ($($(#[$doc:meta])* $name:ident: sampled $s:literal, assisted $a:literal,
+    ($($(#[$doc:meta])* $name:ident: sampled $s:literal, assisted $a:literal, read_only $r:literal,
        with_s $ws:ident, with_a $wa:ident;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +87,7 @@ macro_rules! modes {
         impl Mode for $name {
             const SAMPLED: bool = $s;
             const ASSISTED: bool = $a;
+            const READ_ONLY: bool = $r;
             type WithSampling = $ws;
             type WithAssist = $wa;
         }
@@ -84,18 +96,22 @@ macro_rules! modes {
 
 modes! {
     /// No instrumentation: the accesses are the protocol's and nothing else.
-    Plain: sampled false, assisted false,
+    Plain: sampled false, assisted false, read_only false,
         with_s Sampled, with_a Assisted;
     /// Every access ticks the thread's access sampler.
-    Sampled: sampled true, assisted false,
+    Sampled: sampled true, assisted false, read_only false,
         with_s Sampled, with_a SampledAssisted;
     /// Reads are validated by an auxiliary thread as well (STM²; see
     /// [`Assist`](crate::Assist)).
-    Assisted: sampled false, assisted true,
+    Assisted: sampled false, assisted true, read_only false,
         with_s SampledAssisted, with_a Assisted;
     /// Sampled and assisted.
-    SampledAssisted: sampled true, assisted true,
+    SampledAssisted: sampled true, assisted true, read_only false,
         with_s SampledAssisted, with_a SampledAssisted;
+    /// Read-only first: no read set, no validation (see the module docs);
+    /// sampling or assistance turn the hint off.
+    ReadOnly: sampled false, assisted false, read_only true,
+        with_s Sampled, with_a Assisted;
 }
 
 /// The name of mode `M`, for reports: `plain`, `sampled`, `assisted` or
@@ -110,6 +126,9 @@ modes! {
 /// assert_eq!(mode_name::<Assisted>(), "assisted");
 /// ```
 pub const fn mode_name<M: Mode>() -> &'static str {
+    if M::READ_ONLY {
+        return "read-only";
+    }
     match (M::SAMPLED, M::ASSISTED) {
         (false, false) => "plain",
         (true, false) => "sampled",

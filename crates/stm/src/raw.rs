@@ -410,6 +410,52 @@ impl TxState {
         self.read_slow(e, w)
     }
 
+    /// Reads `w` as TL2's read-only transactions do: checked against the
+    /// snapshot, but recorded nowhere. Nothing is kept, so nothing needs
+    /// `w` after this call. Call it only in an attempt that has written
+    /// nothing (it does not look in the write set), and commit such an
+    /// attempt without validation: every value it read was current at
+    /// `rv`.
+    ///
+    /// # Errors
+    ///
+    /// [`AbortReason::LockedOnRead`] as [`TxState::read`];
+    /// [`AbortReason::ValidateOnRead`] when `w` is newer than the snapshot
+    /// (without a read set the snapshot cannot be extended: the attempt
+    /// must start again with a new one).
+    #[inline(always)]
+    pub fn read_unlogged(&self, w: &VWord) -> Result<u64, AbortReason> {
+        debug_assert!(self.writes.is_empty(), "an unlogged read in an attempt that wrote");
+        let l1 = w.lock.load(Ordering::Acquire);
+        let v = w.value.load(Ordering::Acquire);
+        let l2 = w.lock.load(Ordering::Relaxed);
+        if l1 == l2 && !is_locked(l1) && version(l1) <= self.rv {
+            return Ok(v);
+        }
+        self.read_unlogged_slow(w)
+    }
+
+    #[inline(never)]
+    fn read_unlogged_slow(&self, w: &VWord) -> Result<u64, AbortReason> {
+        let mut spins = 0;
+        loop {
+            let l1 = w.lock.load(Ordering::Acquire);
+            if is_locked(l1) {
+                spins += 1;
+                if spins > READ_SPIN {
+                    return Err(AbortReason::LockedOnRead);
+                }
+                spin_loop();
+                continue;
+            }
+            let v = w.value.load(Ordering::Acquire);
+            if w.lock.load(Ordering::Relaxed) != l1 {
+                continue;
+            }
+            return if version(l1) <= self.rv { Ok(v) } else { Err(AbortReason::ValidateOnRead) };
+        }
+    }
+
     #[inline(never)]
     fn read_slow(&mut self, e: &Engine, w: &VWord) -> Result<u64, AbortReason> {
         let mut spins = 0;

@@ -21,6 +21,14 @@ fn no_transaction_ever_sees_a_broken_invariant() {
     broken_invariant_never_seen(&Config::new(), 1);
 }
 
+/// Read-only mode everywhere: the readers record no read set and restart
+/// on a newer word; every writer's first attempt is rolled back when it
+/// writes, and it runs again recording its reads.
+#[test]
+fn no_read_only_transaction_ever_sees_a_broken_invariant() {
+    broken_invariant_never_seen(&Config::new().read_only(), 2);
+}
+
 #[test]
 fn no_assisted_transaction_ever_sees_a_broken_invariant() {
     broken_invariant_never_seen(&assisted(Throttle::ALL), 10);
@@ -87,6 +95,11 @@ fn broken_invariant_never_seen<M: Mode>(cfg: &Config<M>, scale: u64) {
 #[test]
 fn a_doomed_traversal_cannot_loop() {
     doomed_traversal(&Config::new(), 100_000);
+}
+
+#[test]
+fn a_doomed_read_only_traversal_cannot_loop() {
+    doomed_traversal(&Config::new().read_only(), 50_000);
 }
 
 #[test]

@@ -83,6 +83,9 @@ pub(crate) struct TxCore {
     assist: AssistSlot,
     /// This transaction runs assisted (its auxiliary is `assist`).
     assisted: bool,
+    /// The attempt records its reads. False only in a read-only mode's
+    /// attempts before one wrote (see `mode`).
+    logging: bool,
     /// The throttling levers of this transaction (when `assisted`).
     throttle: Throttle,
 }
@@ -167,6 +170,7 @@ impl TxCore {
             retry_slots: Slots::default(),
             assist: AssistSlot::Untried,
             assisted: false,
+            logging: true,
             throttle: Throttle::NONE,
         }
     }
@@ -339,6 +343,15 @@ impl TxCore {
         self.begin_again::<M>();
     }
 
+    /// A read-only attempt wrote or asked to retry: run again at once,
+    /// recording reads (no contention manager: nobody conflicted).
+    #[cold]
+    fn upgrade<M: Mode>(&mut self) {
+        self.rollback(AbortReason::ReadOnlyUpgrade);
+        self.logging = true;
+        self.begin_again::<M>();
+    }
+
     /// `retry`: register on the wake slots of what was read while the
     /// transaction still protects it, validate (something read may have
     /// changed already: then run again at once), roll back, and wait until
@@ -385,11 +398,13 @@ impl TxCore {
     /// `'tcell` is the lifetime parameter of the public entry point that
     /// calls this (`try_atomically_with` and the functions over it): it
     /// outlives that call, and every attempt begins and ends inside this one.
+    #[inline]
     pub(crate) fn run<'tcell, M: Mode, R, E, F>(&mut self, cfg: &Config<M>, f: &mut F) -> Result<R, E>
     where
         F: FnMut(&mut Tx<'tcell, M>) -> Result<R, E>,
     {
         self.assisted = self.use_assist(cfg);
+        self.logging = !M::READ_ONLY;
         self.begin_first::<M>();
         let g = AttemptGuard::<M> { tx: self, _mode: PhantomData };
         let mut attempt = 0u32;
@@ -398,6 +413,7 @@ impl TxCore {
             let tx = &mut *g.tx;
             if let Some(sig) = tx.pending.take() {
                 match sig {
+                    TxError::Conflict(AbortReason::ReadOnlyUpgrade) => tx.upgrade::<M>(),
                     TxError::Conflict(reason) => tx.conflict(reason, cfg, &mut attempt),
                     TxError::Retry => tx.retry_later::<M>(),
                     TxError::Stop(reason) => {
@@ -488,6 +504,12 @@ impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
             // SAFETY: as for the plain read below.
             return unsafe { core.read_assisted(var) };
         }
+        if M::READ_ONLY && !core.logging {
+            return match core.st.read_unlogged(var.vword()) {
+                Ok(w) => Ok(T::from_word(w)),
+                Err(reason) => Err(core.signal(TxError::Conflict(reason))),
+            };
+        }
         // SAFETY: `TxState::read` needs `var` alive and in place until this
         // attempt ends (its lock stays in the read set and is loaded again
         // by validations). `var` is borrowed for `'tcell`, which outlives
@@ -506,6 +528,11 @@ impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
         }
         if M::ASSISTED && core.assisted && core.assist_conflicted() {
             return Err(core.signal(TxError::Conflict(AbortReason::AuxiliaryConflict)));
+        }
+        if M::READ_ONLY && !core.logging {
+            // Its reads were not recorded, so it cannot be validated at
+            // commit: run again as a plain attempt.
+            return Err(core.signal(TxError::Conflict(AbortReason::ReadOnlyUpgrade)));
         }
         // SAFETY: `TxState::write` needs `var` alive and in place until this
         // attempt ends. `var` is borrowed for `'tcell`, so it is neither
@@ -537,6 +564,11 @@ impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     }
 
     fn retry(&mut self) -> TxError {
+        if M::READ_ONLY && !self.core.logging {
+            // Waiting needs the read set: run again recording it (the
+            // retry comes again, and then waits).
+            return self.core.signal(TxError::Conflict(AbortReason::ReadOnlyUpgrade));
+        }
         self.core.signal(TxError::Retry)
     }
 }
