@@ -19,6 +19,8 @@ mod raw;
 mod runtime;
 pub mod sampler;
 mod stats;
+#[cfg(not(loom))]
+mod sys;
 mod tvar;
 mod txops;
 mod word;
@@ -34,7 +36,7 @@ pub use mode::{Assisted, Mode, ModeFn, Plain, ReadOnly, Sampled, SampledAssisted
 pub use runtime::api::inject_aux_fault;
 pub use runtime::api::{assist_pairing, atomically, atomically_with, startup, try_atomically, try_atomically_with};
 pub use runtime::guard::{EpochGuard, epoch_guard};
-pub use runtime::registry::MAX_THREADS;
+pub use runtime::registry::{MAX_THREADS, asymmetric_fences};
 /// The assisted-execution channel, for the loom model of its handshake
 /// (`tests/loom_assist.rs`; loom builds only).
 #[cfg(loom)]

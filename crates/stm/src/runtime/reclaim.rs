@@ -28,9 +28,9 @@
 
 use crate::engine::engine;
 use crate::erased::ErasedBox;
-use crate::primitive::{Mutex, Ordering, fence};
+use crate::primitive::Mutex;
 
-use super::registry::registry;
+use super::registry::{reclaim_fence, registry};
 
 /// Garbage count that triggers a collection (1 in loom models, so that
 /// every freeing commit collects).
@@ -84,11 +84,12 @@ impl Default for Garbage {
     }
 }
 
-/// The clock after a SeqCst fence: the stamp for everything unlinked by
-/// this thread's earlier commits (see the module docs).
-fn fenced_stamp() -> u64 {
-    fence(Ordering::SeqCst);
-    engine().now()
+/// The clock after the reclaimer's fence (a SeqCst fence, or `membarrier`
+/// with asymmetric fences; see the registry's docs): the stamp for
+/// everything unlinked by this thread's earlier commits (see the module
+/// docs). `None` if the fence could not be made.
+fn fenced_stamp() -> Option<u64> {
+    reclaim_fence().then(|| engine().now())
 }
 
 impl Garbage {
@@ -112,7 +113,11 @@ impl Garbage {
         if let Some(mut orphans) = orphans().try_lock() {
             self.stamped.append(&mut orphans);
         }
-        let stamp = fenced_stamp();
+        let Some(stamp) = fenced_stamp() else {
+            // No barrier, so no stamp and no scan: free nothing this time.
+            self.next_collect = (self.fresh.len() + self.stamped.len()) * 2;
+            return;
+        };
         self.stamped.extend(self.fresh.drain(..).map(|obj| Retired { obj, stamp }));
         let min = registry().min_active();
         // Oldest first, as they were freed: the allocator hands the most
@@ -139,7 +144,9 @@ impl Garbage {
     /// The thread is exiting: stamp what waits and hand it to the orphans.
     pub(crate) fn hand_over(&mut self) {
         if !self.fresh.is_empty() {
-            let stamp = fenced_stamp();
+            // Without a barrier the garbage is stamped with the clock's
+            // largest value: kept, never freed (a leak, not a use after free).
+            let stamp = fenced_stamp().unwrap_or(u64::MAX);
             self.stamped.extend(self.fresh.drain(..).map(|obj| Retired { obj, stamp }));
         }
         if !self.stamped.is_empty() {

@@ -17,6 +17,23 @@
 //! fenced start covered everything until then. Ends are release stores that
 //! the scan reads with acquire, so every read a reader made happens before
 //! the free of anything the scan lets go.
+//!
+//! # Asymmetric fences
+//!
+//! Readers announce once per transaction; reclaimers scan rarely (once the
+//! garbage has doubled). So on Linux the reader's SeqCst fence is replaced
+//! by a compiler fence, and the reclaimer's by `membarrier(2)`'s
+//! `PRIVATE_EXPEDITED` command, which makes every running thread of the
+//! process execute a full barrier before it returns (a descheduled thread
+//! passes one when it is switched). The argument above holds with that
+//! pair: for each reader, its barrier point comes either after its
+//! announcement (the scan then sees the start) or before it (its loads then
+//! see every unlink the reclaimer saw). This is the pairing of Linux's RCU
+//! and folly's `asymmetricThreadFence{Light,Heavy}`. The process registers
+//! for it when the registry is made, before any record exists; if the
+//! kernel refuses, both sides use SeqCst fences, as do loom builds (the
+//! models check the symmetric protocol; `membarrier` cannot be modelled)
+//! and runs with `SKELAFF_STM_FENCES=symmetric` (for comparisons).
 
 use crossbeam_utils::CachePadded;
 
@@ -95,14 +112,88 @@ impl ThreadRecord {
     }
 }
 
-/// The SeqCst fence after an announcement.
+/// The fence after an announcement: the light half of the asymmetric
+/// pair (a compiler fence) once the process is registered for
+/// `membarrier`, else a SeqCst fence (see the module docs).
 #[inline(always)]
 fn start_fence() {
     #[cfg(loom)]
     if START_FENCE_REMOVED.with(core::cell::Cell::get) {
         return;
     }
+    #[cfg(not(loom))]
+    if asymmetric::ON.load(Ordering::Relaxed) {
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        return;
+    }
     fence(Ordering::SeqCst);
+}
+
+/// The reclaimer's fence before it stamps garbage and scans the records:
+/// the heavy half (`membarrier`) when readers use the light one, else a
+/// SeqCst fence. False if the barrier could not be made: the caller must
+/// then free nothing.
+#[must_use]
+pub(crate) fn reclaim_fence() -> bool {
+    #[cfg(not(loom))]
+    if asymmetric::ON.load(Ordering::Relaxed) {
+        return crate::sys::membarrier_all().is_ok();
+    }
+    fence(Ordering::SeqCst);
+    true
+}
+
+/// Whether readers use light fences (set once, when the registry is made).
+#[cfg(not(loom))]
+mod asymmetric {
+    use std::sync::atomic::AtomicBool;
+
+    pub(super) static ON: AtomicBool = AtomicBool::new(false);
+
+    /// Turns asymmetric fences on if the kernel offers `membarrier`'s
+    /// expedited private barrier and `SKELAFF_STM_FENCES` is not
+    /// `symmetric`. Called once, before any thread has announced.
+    pub(super) fn setup() {
+        let symmetric = std::env::var_os("SKELAFF_STM_FENCES").is_some_and(|v| v == "symmetric");
+        if !symmetric && crate::sys::membarrier_register().is_ok() {
+            ON.store(true, core::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether this process uses asymmetric fences for reclamation: a
+/// transaction's start costs a compiler fence instead of a SeqCst fence,
+/// and each garbage collection a `membarrier(2)` call (Linux 4.14 and
+/// later; off with `SKELAFF_STM_FENCES=symmetric`). Decided once, at the
+/// first transaction.
+///
+/// # Examples
+///
+/// ```
+/// skelaff_stm::startup();
+/// let on = skelaff_stm::asymmetric_fences();
+/// println!("reclamation fences: {}", if on { "asymmetric (membarrier)" } else { "SeqCst" });
+/// ```
+pub fn asymmetric_fences() -> bool {
+    let _ = registry();
+    #[cfg(not(loom))]
+    return asymmetric::ON.load(Ordering::Relaxed);
+    #[cfg(loom)]
+    false
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    #[test]
+    fn asymmetric_fences_are_on_where_the_kernel_offers_them() {
+        let symmetric = std::env::var_os("SKELAFF_STM_FENCES").is_some_and(|v| v == "symmetric");
+        // Registering again is harmless; it says whether the kernel offers it.
+        let offered = crate::sys::membarrier_register().is_ok();
+        assert_eq!(super::asymmetric_fences(), offered && !symmetric);
+        if super::asymmetric_fences() {
+            crate::sys::membarrier_all().expect("a registered process can ask for a barrier");
+        }
+    }
 }
 
 /// What exited threads leave in the registry.
@@ -139,6 +230,10 @@ pub(crate) fn registry() -> &'static Registry {
 
 impl Registry {
     fn new() -> Self {
+        // Before any record exists: no reader has announced with a fence
+        // of the other kind.
+        #[cfg(not(loom))]
+        asymmetric::setup();
         Registry {
             records: (0..MAX_THREADS).map(|_| CachePadded::new(ThreadRecord::new())).collect(),
             hwm: AtomicUsize::new(0),

@@ -25,9 +25,11 @@
 use crate::primitive::AtomicU64;
 
 /// Wake slots (a power of two).
+#[cfg_attr(loom, allow(dead_code))]
 const SLOTS: usize = 1024;
 
 /// The wake slot of the lock at `lock`.
+#[cfg_attr(loom, allow(dead_code))]
 #[inline(always)]
 fn slot_of(lock: *const AtomicU64) -> usize {
     ((lock as usize as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize & (SLOTS - 1)
