@@ -20,7 +20,7 @@
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use loom::sync::atomic::{AtomicBool, Ordering};
 use skelaff_stm::assist_ring::{AppCursor, AuxCursor, Channel, Verdict};
 use skelaff_stm::lockword::{unlocked, version};
 use skelaff_stm::raw::{Committed, Engine, TxState, VWord};
