@@ -188,25 +188,52 @@ mod tests {
 
     #[test]
     fn no_wakeup_is_lost_when_parking_at_once() {
-        // Many rounds of "waker bumps, waiter waits for the bump": a lost
-        // wake-up would hang the test.
-        let (count, wakeup) = (AtomicU64::new(0), Wakeup::new());
-        let rounds = 2000;
+        // Rounds in lock step: the waker makes round i ready and wakes the
+        // waiter, which parks at once when it finds the round not ready
+        // yet; the waker then waits (with a deadline) for the waiter to say
+        // it saw round i. A lost wake-up leaves the waiter parked with its
+        // round ready: the deadline passes, the waker records the round,
+        // rescues the waiter (an unpark that `Wakeup` did not send) and the
+        // test fails instead of hanging.
+        const ROUNDS: u64 = 2000;
+        // Far above a wake-up's microseconds, even on a loaded machine.
+        const DEADLINE: Duration = Duration::from_secs(10);
+        let (ready, seen, wakeup) = (AtomicU64::new(0), AtomicU64::new(0), Wakeup::new());
+        let give_up = AtomicBool::new(false);
+        let mut lost = None;
         thread::scope(|s| {
-            s.spawn(|| {
-                for i in 1..=rounds {
-                    wakeup.wait(IdlePolicy::PARK, || count.load(Ordering::Relaxed) >= i);
+            let waiter = s.spawn(|| {
+                for i in 1..=ROUNDS {
+                    wakeup.wait(IdlePolicy::PARK, || {
+                        ready.load(Ordering::Acquire) >= i || give_up.load(Ordering::Acquire)
+                    });
+                    if give_up.load(Ordering::Acquire) {
+                        return;
+                    }
+                    seen.store(i, Ordering::Release);
                 }
             });
-            for _ in 0..rounds {
-                count.fetch_add(1, Ordering::Relaxed);
+            for i in 1..=ROUNDS {
+                // Now and then, give the waiter time to park before the round is ready.
+                if i % 3 == 0 {
+                    thread::yield_now();
+                }
+                ready.store(i, Ordering::Release);
                 wakeup.wake();
-                if count.load(Ordering::Relaxed) % 7 == 0 {
+                let start = Instant::now();
+                while seen.load(Ordering::Acquire) < i {
+                    if start.elapsed() > DEADLINE {
+                        lost = Some(i);
+                        give_up.store(true, Ordering::Release);
+                        waiter.thread().unpark();
+                        return;
+                    }
                     thread::yield_now();
                 }
             }
         });
-        assert_eq!(count.load(Ordering::Relaxed), rounds);
+        assert_eq!(lost, None, "the waiter stayed parked with its round ready: a wake-up was lost");
+        assert_eq!(seen.load(Ordering::Relaxed), ROUNDS);
     }
 
     #[test]
