@@ -525,7 +525,7 @@ mod tests {
     #[test]
     fn while_an_oracle_waits_a_worker_posts_its_samples_every_millisecond() {
         use skelaff_locality::{Migrator, Stretch};
-        use skelaff_stm::{TVar, TxOps, atomically};
+        use skelaff_stm::{Config, TVar, TxOps, atomically_with};
         let page_size = 4096;
         let board = SampleBoard::new(1, 1 << 10);
         // A stretch of units no unit here ends: the oracle waits throughout.
@@ -541,7 +541,7 @@ mod tests {
         let mut w = WorkerSampler::start(Sampling { period: 1, capacity: 1 << 10 }, 0, 0, Some(board.clone())).unwrap();
         let v = TVar::new(0u64);
         let unit_ending_at = |w: &mut WorkerSampler, us: u64| {
-            atomically(|tx| tx.update(&v, |x| x + 1));
+            atomically_with(&Config::DEFAULT.sampled(), |tx| tx.update(&v, |x| x + 1));
             w.unit_done(|| Duration::from_micros(us), page_size);
         };
         // Half a millisecond into the run: too soon to post.
