@@ -12,6 +12,9 @@ step() {
 step . scripts/setup.sh
 step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets --quiet -- -D warnings
+# No circle of imports between the modules of any crate (every target of
+# every package): fails naming the files and lines that close each one.
+step cargo xtask import-cycles
 # The API docs build without broken or redundant links.
 step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # Unit, integration and doc tests. The examples and benches are not built
