@@ -247,7 +247,9 @@ mod tests {
     #[test]
     fn spins_then_yields_then_parks_and_the_waker_sees_it_parked() {
         let (flag, w) = (AtomicBool::new(false), Wakeup::new());
-        let policy = IdlePolicy { spin: Duration::from_micros(50), yield_for: Duration::from_micros(200) };
+        // A yield phase long enough that a waiter descheduled through its
+        // spin (on a loaded machine) still finds time left to yield in.
+        let policy = IdlePolicy { spin: Duration::from_micros(50), yield_for: Duration::from_millis(20) };
         let counts = thread::scope(|s| {
             let h = s.spawn(|| w.wait(policy, || flag.load(Ordering::Acquire)));
             // Wait until it is parked (well past spin + yield).
@@ -264,24 +266,50 @@ mod tests {
 
     #[test]
     fn a_second_waiting_thread_never_parks() {
+        // Far above any scheduling delay, even on a loaded machine.
+        const DEADLINE: Duration = Duration::from_secs(10);
         let (first, flag, w) = (AtomicBool::new(false), AtomicBool::new(false), Wakeup::new());
-        // The first thread to park owns the parking place.
+        // The first thread to park owns the parking place: this one (woken
+        // only once it has marked itself asleep, so it did park).
         thread::scope(|s| {
             s.spawn(|| {
-                thread::sleep(Duration::from_millis(5));
+                while !w.sleeping.load(Ordering::SeqCst) {
+                    thread::sleep(Duration::from_millis(1));
+                }
                 first.store(true, Ordering::Release);
                 w.wake();
             });
             w.wait(IdlePolicy::PARK, || first.load(Ordering::Acquire));
         });
-        let mut counts = IdleCounts::default();
-        thread::scope(|s| {
-            let h = s.spawn(|| w.wait(IdlePolicy::PARK, || flag.load(Ordering::Acquire)));
-            thread::sleep(Duration::from_millis(5));
+        // Another thread's wait yields until its condition holds and never
+        // parks (nothing would wake it). The condition turns true only
+        // after the wait has looked at it twice: past its first look, in
+        // the loop that yields (or parks).
+        let looks = AtomicU64::new(0);
+        let counts = thread::scope(|s| {
+            let h = s.spawn(|| {
+                w.wait(IdlePolicy::PARK, || {
+                    looks.fetch_add(1, Ordering::Relaxed);
+                    flag.load(Ordering::Acquire)
+                })
+            });
+            let start = Instant::now();
+            while looks.load(Ordering::Relaxed) < 2 && start.elapsed() < DEADLINE {
+                thread::yield_now();
+            }
             flag.store(true, Ordering::Release);
-            counts = h.join().unwrap();
+            // A wait that parked would sleep forever: after the deadline it
+            // is unparked here, and reports its park.
+            let start = Instant::now();
+            while !h.is_finished() {
+                if start.elapsed() > DEADLINE {
+                    h.thread().unpark();
+                }
+                thread::sleep(Duration::from_millis(1));
+            }
+            h.join().unwrap()
         });
-        assert_eq!(counts.parks, 0);
-        assert!(counts.yields > 0);
+        assert_eq!(counts.parks, 0, "the second waiter parked");
+        assert!(counts.yields > 0, "{counts:?}");
     }
 }
