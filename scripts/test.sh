@@ -12,6 +12,9 @@ step() {
 step . scripts/setup.sh
 step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets --quiet -- -D warnings
+# No circle of imports between the modules of any crate (every target of
+# every package): fails naming the files and lines that close each one.
+step cargo xtask import-cycles
 # The API docs build without broken or redundant links.
 step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # Unit, integration and doc tests. The examples and benches are not built
@@ -32,6 +35,10 @@ step cargo clippy -p skelaff-spmv --lib --tests --features mpi --quiet -- -D war
 step cargo clippy -p skelaff --lib --bins --tests --example nas_cg_mpi --features mpi --quiet -- -D warnings
 step env RUSTDOCFLAGS="-D warnings" cargo doc -p skelaff-spmv --no-deps --features mpi --quiet
 step cargo test --quiet -p skelaff-spmv --features mpi --test mpi
+# The distributed module's doc tests, which exist only with the feature:
+# its examples compile, and its compile_fail examples show that `Mpi` and
+# `RankComm` cannot be shared with or moved to another thread.
+step cargo test --quiet -p skelaff-spmv --features mpi --doc dist::
 step cargo test --quiet -p skelaff --features mpi --test linear_cli
 # The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
 # reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites

@@ -6,7 +6,6 @@ use core::marker::PhantomData;
 
 use skelaff_numa_alloc::{Placement, Zeroable};
 
-use crate::builder::ArrayBuilder;
 use crate::error::{Error, Result};
 use crate::hints::Implementation;
 use crate::partition::{Partition, PartsMut};
@@ -30,8 +29,9 @@ pub trait Element: Zeroable + Copy + Send + Sync + 'static {}
 impl<T: Zeroable + Copy + Send + Sync + 'static> Element for T {}
 
 /// A NUMA array: single-node, distributed, replicated or partitioned,
-/// chosen at allocation from access hints (see [`ArrayBuilder`]), with the
-/// same interface whichever it is.
+/// chosen at allocation from access hints (see
+/// [`ArrayBuilder`](crate::ArrayBuilder)), with the same interface
+/// whichever it is.
 ///
 /// - [`get`](Self::get) / [`set`](Self::set): element access. On a
 ///   replicated array `get` reads the calling thread's node's replica and
@@ -82,11 +82,6 @@ pub struct Array<T: Element> {
 }
 
 impl<T: Element> Array<T> {
-    /// A builder for an array of `len` elements.
-    pub fn builder(len: usize) -> ArrayBuilder<T> {
-        ArrayBuilder::new(len)
-    }
-
     /// Number of elements.
     #[inline]
     pub fn len(&self) -> usize {

@@ -50,6 +50,15 @@ pub struct ArrayBuilder<T> {
     _elem: PhantomData<fn() -> T>,
 }
 
+// The way in to a builder is a method of `Array`, written here so that
+// `array` (what is built) does not depend on its builder.
+impl<T: Element> Array<T> {
+    /// A builder for an array of `len` elements.
+    pub fn builder(len: usize) -> ArrayBuilder<T> {
+        ArrayBuilder::new(len)
+    }
+}
+
 impl<T: Element> ArrayBuilder<T> {
     /// An array of `len` elements about which nothing is known.
     pub fn new(len: usize) -> Self {

@@ -20,12 +20,9 @@ use core::ops::Range;
 use std::any::Any;
 use std::sync::Arc;
 
-use skelaff_numa_alloc::NumaRegion;
-
 use crate::array::{Array, Element};
 use crate::copy_team::{self, CHUNK_BYTES, Chunk, Job, Op};
 use crate::error::{Error, Result};
-use crate::storage::CopyPlan;
 
 /// Writes the `T` at `value` over `bytes` bytes at `dst`.
 ///
@@ -203,28 +200,6 @@ impl<T: Element> Array<T> {
 /// The copy of `src` to read for a destination on `node`.
 fn source_for<T: Element>(src: &Array<T>, node: usize) -> *const u8 {
     src.copy_ptr(src.read_copy(node)).cast::<u8>().cast_const()
-}
-
-/// Maps every page of a fresh region (writing a zero byte to each) on the
-/// copy team and the caller, chunks tagged with their pages' nodes.
-pub(crate) fn touch_pages(region: &mut NumaRegion, plan: &CopyPlan) {
-    let page = region.page_size();
-    let step = CHUNK_BYTES.next_multiple_of(page);
-    let base = region.as_ptr();
-    let tagged: Vec<(usize, Chunk)> = (0..region.mapped_len())
-        .step_by(step)
-        .map(|off| {
-            let len = step.min(region.mapped_len() - off);
-            (
-                plan.node_of_page(off / plan.page_size),
-                Chunk { dst: base.wrapping_add(off), src: core::ptr::null(), len },
-            )
-        })
-        .collect();
-    // SAFETY: the chunks are disjoint ranges of the region's own mapping,
-    // exclusively borrowed until `run_sync` returns; writing zero over the
-    // fresh (zero) memory changes nothing but where the pages are mapped.
-    copy_team::run_sync(unsafe { Job::new(Op::Touch { page_size: page }, tagged) });
 }
 
 /// An asynchronous bulk operation in flight, owning its array (and source)

@@ -1,6 +1,6 @@
 //! The crate's error type.
 
-use crate::storage::Bytes;
+use crate::bytes::Bytes;
 
 /// What went wrong, and what would have been allowed.
 #[derive(Debug, thiserror::Error)]

@@ -3,6 +3,7 @@
 pub mod array;
 pub mod builder;
 pub mod bulk;
+mod bytes;
 mod copy_team;
 pub mod error;
 pub mod hints;

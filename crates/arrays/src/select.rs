@@ -20,10 +20,10 @@
 
 use core::fmt;
 
-use crate::storage::Bytes;
 use serde::{Deserialize, Serialize};
 use skelaff_numa_alloc::{NodeSet, Topology, node_memory};
 
+use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::hints::{AccessHints, AccessPattern, Choice, Implementation, LargePages};
 

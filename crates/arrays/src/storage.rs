@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use skelaff_numa_alloc::policy::interleave_node;
 use skelaff_numa_alloc::{Apply, HugePages, NodeSet, NumaRegion, Placement, Policy, RegionOptions, Topology};
 
+pub use crate::bytes::Bytes;
+use crate::copy_team::{self, CHUNK_BYTES, Chunk, Job, Op};
 use crate::error::{Error, Result};
 use crate::hints::Implementation;
 use crate::partition::Partition;
@@ -125,26 +127,6 @@ impl CopyPlan {
             }
             Expected::Runs { runs } => runs.iter().for_each(|(r, n)| add(*n, r.len())),
         }
-    }
-}
-
-/// A byte count for people: `64 MiB`, `15.2 GiB`, `100 B`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Bytes(pub u64);
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0;
-        for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-            if b >= 1 << shift {
-                return if b % (1 << shift) == 0 {
-                    write!(f, "{} {unit}", b >> shift)
-                } else {
-                    write!(f, "{:.1} {unit}", b as f64 / (1u64 << shift) as f64)
-                };
-            }
-        }
-        write!(f, "{b} B")
     }
 }
 
@@ -322,7 +304,7 @@ fn allocate_with(topo: &Topology, machine: &MachineMemory, layout: &Layout<'_>, 
                 r.apply_range(range, Policy::Bind(NodeSet::single(*node)), Apply::Fresh)?;
             }
             let p = plan(&r, Expected::Runs { runs });
-            crate::bulk::touch_pages(&mut r, &p);
+            touch_pages(&mut r, &p);
             storage.plans.push(p);
             storage.regions.push(r);
             storage.partition = Some(partition);
@@ -439,6 +421,28 @@ pub(crate) fn replicated_for_test(topo: &Topology, bytes: usize, node: usize, co
     storage
 }
 
+/// Maps every page of a fresh region (writing a zero byte to each) on the
+/// copy team and the caller, chunks tagged with their pages' nodes.
+fn touch_pages(region: &mut NumaRegion, plan: &CopyPlan) {
+    let page = region.page_size();
+    let step = CHUNK_BYTES.next_multiple_of(page);
+    let base = region.as_ptr();
+    let tagged: Vec<(usize, Chunk)> = (0..region.mapped_len())
+        .step_by(step)
+        .map(|off| {
+            let len = step.min(region.mapped_len() - off);
+            (
+                plan.node_of_page(off / plan.page_size),
+                Chunk { dst: base.wrapping_add(off), src: core::ptr::null(), len },
+            )
+        })
+        .collect();
+    // SAFETY: the chunks are disjoint ranges of the region's own mapping,
+    // exclusively borrowed until `run_sync` returns; writing zero over the
+    // fresh (zero) memory changes nothing but where the pages are mapped.
+    copy_team::run_sync(unsafe { Job::new(Op::Touch { page_size: page }, tagged) });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,7 +479,5 @@ mod tests {
         let use_ = MemoryUse { per_node: m };
         // Page 0 is the 2^18-th page, and 2^18 % 3 == 1: node 1 gets the extra page.
         assert_eq!(use_.to_string(), "node 0: 12 KiB, node 1: 16 KiB, node 2: 12 KiB (total 40 KiB)");
-        assert_eq!(Bytes(100).to_string(), "100 B");
-        assert_eq!(Bytes(3 << 29).to_string(), "1.5 GiB");
     }
 }

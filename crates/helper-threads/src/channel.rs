@@ -29,11 +29,11 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 use crossbeam_utils::atomic::AtomicCell;
 use parking_lot::Mutex;
-use skelaff_numa_alloc::idle::Wakeup;
-use skelaff_worklist::{CounterFigures, HelperPlace, WorkerInfo};
+use skelaff_numa_alloc::idle::{IdleCounts, Wakeup};
+use skelaff_worklist::{CounterFigures, HelperPlace, ShadowEnds, WorkerInfo};
 
 use crate::counters::ThreadCounters;
-use crate::tuning::Probe;
+use crate::tuning::{Probe, Tuner};
 
 /// A handed unit with its sample number (the box that travels).
 pub(crate) struct Handed<U> {
@@ -55,6 +55,22 @@ pub(crate) struct WorkerEnd {
     pub(crate) wakes: u64,
     pub(crate) probe: Option<Probe>,
     pub(crate) counters: CounterFigures,
+}
+
+/// What the helper thread reports at its end (written once, read after the
+/// join): the figures it counted.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HelperStats {
+    pub(crate) picked: u64,
+    pub(crate) shadows: u64,
+    pub(crate) ends: ShadowEnds,
+    pub(crate) loads: u64,
+    pub(crate) log_hits: u64,
+    pub(crate) idle: IdleCounts,
+    pub(crate) task_clock_ns: Option<u64>,
+    pub(crate) tuner: Option<Tuner>,
+    pub(crate) lifespan_final: u64,
+    pub(crate) log_capacity_final: u64,
 }
 
 /// What a worker and its helper share (one per worker).
@@ -82,7 +98,7 @@ pub struct HelperChannel<U> {
     pub(crate) accesses: AtomicCell<Option<Box<Accesses>>>,
     /// Off the hot path: what each side reports at its end.
     pub(crate) worker_end: Mutex<Option<WorkerEnd>>,
-    pub(crate) helper_end: Mutex<Option<crate::helper::HelperStats>>,
+    pub(crate) helper_end: Mutex<Option<HelperStats>>,
     pub(crate) notes: Mutex<Vec<String>>,
 }
 

@@ -5,15 +5,14 @@ use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
-use skelaff_numa_alloc::idle::{IdleCounts, IdlePolicy};
+use skelaff_numa_alloc::idle::IdlePolicy;
 use skelaff_stm::sampler::{self, AccessKind};
 use skelaff_worklist::{
-    Assist, ChannelFigures, HelperFigures, HelperPlace, ProcessCtx, ShadowEnds, Skeleton, TimingFigures, TuningFigures,
-    WorkerInfo,
+    Assist, ChannelFigures, HelperFigures, HelperPlace, ProcessCtx, Skeleton, TimingFigures, TuningFigures, WorkerInfo,
 };
 
 use crate::HelperThreads;
-use crate::channel::{HelperChannel, WorkerEnd, WorkerSide};
+use crate::channel::{HelperChannel, HelperStats, WorkerEnd, WorkerSide};
 use crate::counters::ThreadCounters;
 use crate::shadow::{ShadowEnd, ShadowTx};
 use crate::stop::StopReason;
@@ -22,21 +21,6 @@ use crate::tuning::{Tuner, score};
 /// A sampled shadow's loads waiting for the worker's accesses: (sequence
 /// number, addresses loaded in order, why it stopped, words logged).
 type Trace = (u64, Vec<usize>, Option<StopReason>, usize);
-
-/// Figures counted by the helper thread.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct HelperStats {
-    picked: u64,
-    shadows: u64,
-    ends: ShadowEnds,
-    loads: u64,
-    log_hits: u64,
-    idle: IdleCounts,
-    task_clock_ns: Option<u64>,
-    tuner: Option<Tuner>,
-    lifespan_final: u64,
-    log_capacity_final: u64,
-}
 
 thread_local! {
     /// Set while this thread runs user code in a shadow: its panics are not printed.

@@ -10,13 +10,28 @@
 //! its stretch end acts on itself.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::migrate::{NEVER, OracleTask};
+/// An oracle's due time when its stretch is in units: never by time, yet
+/// not `u64::MAX`, which says that no oracle waits (the two special values
+/// of [`SampleBoard`]'s `oracle_due_ns`).
+pub(crate) const NEVER: u64 = u64::MAX - 1;
+
+/// An applied oracle waiting on a board for its stretch to end, as the
+/// board sees it: something the first worker to find it due acts on. The
+/// migration module's oracle task is the one kind; the board names only
+/// this, so that it does not depend on the migration code that depends on
+/// it.
+pub(crate) trait WaitingOracle: fmt::Debug + Send + Sync {
+    /// Claims the oracle and acts on it (`acting` of the board's workers
+    /// being the caller); whether the caller claimed it.
+    fn act(&self, board: &SampleBoard, acting: usize) -> bool;
+}
 
 /// The workers' recent samples, one bounded slot per worker; the gate at
 /// which the applied oracle holds the workers while it moves pages; and
@@ -40,7 +55,8 @@ pub struct SampleBoard {
     /// Units committed while an oracle with a stretch of units waited
     /// ([`SampleBoard::count_unit`]), over every run on this board.
     units: AtomicU64,
-    pub(crate) oracle: Mutex<Option<Arc<OracleTask>>>,
+    /// The applied oracle of the current run, if one waits.
+    pub(crate) oracle: Mutex<Option<Arc<dyn WaitingOracle>>>,
 }
 
 /// Workers between [`SampleBoard::enter`] and [`SampleBoard::leave`], how
@@ -266,9 +282,9 @@ impl SampleBoard {
 
     /// The run is over: no worker may act on `task` any more (a later
     /// run's oracle on the same board is left alone).
-    pub(crate) fn withdraw_oracle(&self, task: &Arc<OracleTask>) {
+    pub(crate) fn withdraw_oracle<T: WaitingOracle>(&self, task: &Arc<T>) {
         let mut o = self.oracle.lock();
-        if o.as_ref().is_some_and(|t| Arc::ptr_eq(t, task)) {
+        if o.as_ref().is_some_and(|t| std::ptr::addr_eq(Arc::as_ptr(t), Arc::as_ptr(task))) {
             *o = None;
             self.oracle_due_ns.store(u64::MAX, Ordering::Relaxed);
             self.oracle_due_units.store(u64::MAX, Ordering::Relaxed);

@@ -121,8 +121,9 @@ pub enum Error {
     /// A scheme that yields no page placement.
     #[error("the {scheme} scheme has no placement plan: {reason}")]
     NoPlan {
-        /// The scheme asked for.
-        scheme: crate::Scheme,
+        /// The scheme asked for, by the name users type (a
+        /// [`Scheme`](crate::Scheme)'s: the errors sit below the schemes).
+        scheme: &'static str,
         /// Why; and which schemes have one.
         reason: &'static str,
     },

@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use skelaff_numa_alloc::{PageLocation, Placement};
 
-use crate::board::SampleBoard;
+use crate::board::{NEVER, SampleBoard, WaitingOracle};
 use crate::error::{Error, Result};
 use crate::kernel::page_nodes;
 use crate::profile::{Attribution, Profile};
@@ -101,10 +101,6 @@ pub(crate) struct OracleTask {
     /// What the one who acted did.
     log: Mutex<Option<Result<MigrationLog>>>,
 }
-
-/// An oracle's due time when its stretch is in units: never by time, yet
-/// not `u64::MAX`, which says that no oracle waits.
-pub(crate) const NEVER: u64 = u64::MAX - 1;
 
 /// The bounds of an oracle's hold when it is a share of the run's time.
 const HOLD_MIN: Duration = Duration::from_millis(1);
@@ -429,12 +425,14 @@ impl OracleTask {
         // Last: a worker that sees the oracle waiting sees its due count.
         board.oracle_due_ns.store(due_ns, Ordering::Release);
     }
+}
 
+impl WaitingOracle for OracleTask {
     /// Claims the oracle and acts on it (`acting` of the board's workers
     /// being the caller); a board without samples, or a run whose workers
     /// have all finished, makes it wait another stretch. Whether the caller
     /// claimed it.
-    pub(crate) fn act(&self, board: &SampleBoard, acting: usize) -> bool {
+    fn act(&self, board: &SampleBoard, acting: usize) -> bool {
         if !self.claim(board) {
             return false;
         }

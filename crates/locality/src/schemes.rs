@@ -166,11 +166,11 @@ pub(crate) fn static_homes(profile: &Profile, scheme: Scheme) -> Result<HashMap<
             Ok(page_counts(profile).into_iter().map(|(p, c)| (p, centre_of_gravity(m, &c))).collect())
         }
         Scheme::Migration => Err(Error::NoPlan {
-            scheme,
+            scheme: scheme.into(),
             reason: "its pages move during the run; first-touch, oracle-high and oracle-cog have one",
         }),
         Scheme::Ideal => Err(Error::NoPlan {
-            scheme,
+            scheme: scheme.into(),
             reason: "it is the bound where every access is local; first-touch, oracle-high and oracle-cog have one",
         }),
     }

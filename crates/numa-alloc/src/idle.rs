@@ -188,25 +188,52 @@ mod tests {
 
     #[test]
     fn no_wakeup_is_lost_when_parking_at_once() {
-        // Many rounds of "waker bumps, waiter waits for the bump": a lost
-        // wake-up would hang the test.
-        let (count, wakeup) = (AtomicU64::new(0), Wakeup::new());
-        let rounds = 2000;
+        // Rounds in lock step: the waker makes round i ready and wakes the
+        // waiter, which parks at once when it finds the round not ready
+        // yet; the waker then waits (with a deadline) for the waiter to say
+        // it saw round i. A lost wake-up leaves the waiter parked with its
+        // round ready: the deadline passes, the waker records the round,
+        // rescues the waiter (an unpark that `Wakeup` did not send) and the
+        // test fails instead of hanging.
+        const ROUNDS: u64 = 2000;
+        // Far above a wake-up's microseconds, even on a loaded machine.
+        const DEADLINE: Duration = Duration::from_secs(10);
+        let (ready, seen, wakeup) = (AtomicU64::new(0), AtomicU64::new(0), Wakeup::new());
+        let give_up = AtomicBool::new(false);
+        let mut lost = None;
         thread::scope(|s| {
-            s.spawn(|| {
-                for i in 1..=rounds {
-                    wakeup.wait(IdlePolicy::PARK, || count.load(Ordering::Relaxed) >= i);
+            let waiter = s.spawn(|| {
+                for i in 1..=ROUNDS {
+                    wakeup.wait(IdlePolicy::PARK, || {
+                        ready.load(Ordering::Acquire) >= i || give_up.load(Ordering::Acquire)
+                    });
+                    if give_up.load(Ordering::Acquire) {
+                        return;
+                    }
+                    seen.store(i, Ordering::Release);
                 }
             });
-            for _ in 0..rounds {
-                count.fetch_add(1, Ordering::Relaxed);
+            for i in 1..=ROUNDS {
+                // Now and then, give the waiter time to park before the round is ready.
+                if i % 3 == 0 {
+                    thread::yield_now();
+                }
+                ready.store(i, Ordering::Release);
                 wakeup.wake();
-                if count.load(Ordering::Relaxed) % 7 == 0 {
+                let start = Instant::now();
+                while seen.load(Ordering::Acquire) < i {
+                    if start.elapsed() > DEADLINE {
+                        lost = Some(i);
+                        give_up.store(true, Ordering::Release);
+                        waiter.thread().unpark();
+                        return;
+                    }
                     thread::yield_now();
                 }
             }
         });
-        assert_eq!(count.load(Ordering::Relaxed), rounds);
+        assert_eq!(lost, None, "the waiter stayed parked with its round ready: a wake-up was lost");
+        assert_eq!(seen.load(Ordering::Relaxed), ROUNDS);
     }
 
     #[test]
@@ -220,7 +247,9 @@ mod tests {
     #[test]
     fn spins_then_yields_then_parks_and_the_waker_sees_it_parked() {
         let (flag, w) = (AtomicBool::new(false), Wakeup::new());
-        let policy = IdlePolicy { spin: Duration::from_micros(50), yield_for: Duration::from_micros(200) };
+        // A yield phase long enough that a waiter descheduled through its
+        // spin (on a loaded machine) still finds time left to yield in.
+        let policy = IdlePolicy { spin: Duration::from_micros(50), yield_for: Duration::from_millis(20) };
         let counts = thread::scope(|s| {
             let h = s.spawn(|| w.wait(policy, || flag.load(Ordering::Acquire)));
             // Wait until it is parked (well past spin + yield).
@@ -237,24 +266,50 @@ mod tests {
 
     #[test]
     fn a_second_waiting_thread_never_parks() {
+        // Far above any scheduling delay, even on a loaded machine.
+        const DEADLINE: Duration = Duration::from_secs(10);
         let (first, flag, w) = (AtomicBool::new(false), AtomicBool::new(false), Wakeup::new());
-        // The first thread to park owns the parking place.
+        // The first thread to park owns the parking place: this one (woken
+        // only once it has marked itself asleep, so it did park).
         thread::scope(|s| {
             s.spawn(|| {
-                thread::sleep(Duration::from_millis(5));
+                while !w.sleeping.load(Ordering::SeqCst) {
+                    thread::sleep(Duration::from_millis(1));
+                }
                 first.store(true, Ordering::Release);
                 w.wake();
             });
             w.wait(IdlePolicy::PARK, || first.load(Ordering::Acquire));
         });
-        let mut counts = IdleCounts::default();
-        thread::scope(|s| {
-            let h = s.spawn(|| w.wait(IdlePolicy::PARK, || flag.load(Ordering::Acquire)));
-            thread::sleep(Duration::from_millis(5));
+        // Another thread's wait yields until its condition holds and never
+        // parks (nothing would wake it). The condition turns true only
+        // after the wait has looked at it twice: past its first look, in
+        // the loop that yields (or parks).
+        let looks = AtomicU64::new(0);
+        let counts = thread::scope(|s| {
+            let h = s.spawn(|| {
+                w.wait(IdlePolicy::PARK, || {
+                    looks.fetch_add(1, Ordering::Relaxed);
+                    flag.load(Ordering::Acquire)
+                })
+            });
+            let start = Instant::now();
+            while looks.load(Ordering::Relaxed) < 2 && start.elapsed() < DEADLINE {
+                thread::yield_now();
+            }
             flag.store(true, Ordering::Release);
-            counts = h.join().unwrap();
+            // A wait that parked would sleep forever: after the deadline it
+            // is unparked here, and reports its park.
+            let start = Instant::now();
+            while !h.is_finished() {
+                if start.elapsed() > DEADLINE {
+                    h.thread().unpark();
+                }
+                thread::sleep(Duration::from_millis(1));
+            }
+            h.join().unwrap()
         });
-        assert_eq!(counts.parks, 0);
-        assert!(counts.yields > 0);
+        assert_eq!(counts.parks, 0, "the second waiter parked");
+        assert!(counts.yields > 0, "{counts:?}");
     }
 }

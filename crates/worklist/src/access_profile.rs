@@ -57,6 +57,12 @@ pub(crate) const DRAIN_UNITS: u32 = 64;
 /// (labyrinth's: a few per worker) 64 units are the whole run.
 const POST_EVERY: Duration = Duration::from_millis(1);
 
+/// Distinct `(page, node)` pairs each worker's slot of the migration board
+/// (where the workers post their kept samples) counts between two epochs
+/// (the applied oracle's stretch is one epoch): the size the run gives a
+/// migration rule's board and the oracle its stretch's.
+pub(crate) const MIGRATION_SLOT: usize = 1 << 14;
+
 /// One worker's share of the profile while it runs.
 pub(crate) struct WorkerSampler {
     thread: u16,

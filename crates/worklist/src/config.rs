@@ -1,6 +1,8 @@
-//! How a run is configured: the settings a user names (thread mapping,
-//! page policy, helpers, assisted transactions) and the [`Builder`] that
-//! gathers them.
+//! How a run is configured: the settings a user names (page policy,
+//! helpers, assisted transactions; the thread mapping is `placement`'s) and
+//! the [`Builder`] that gathers them. The builder's last step,
+//! [`Builder::build`], is in `run`, beside the worklist it makes: the
+//! settings do not depend on the run.
 
 use std::sync::Arc;
 
@@ -11,27 +13,8 @@ use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
 use crate::oracle::OracleStretch;
-use crate::placement::{Placement, TopologyPlacement};
+use crate::placement::{Placement, ThreadMapping, TopologyPlacement};
 use crate::pool::Distribution;
-use crate::run::Worklist;
-use crate::skeleton::Skeleton;
-
-/// How worker threads are placed on CPUs by the default
-/// [`TopologyPlacement`].
-#[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_mapping)]
-#[serde(rename_all = "kebab-case")]
-pub enum ThreadMapping {
-    /// Spread over nodes, then caches, then cores; pinned (the default).
-    #[default]
-    Scatter,
-    /// Packed onto as few cores/caches/nodes as possible; pinned.
-    Compact,
-    /// Not pinned: the OS scheduler decides and may migrate threads.
-    None,
-}
 
 /// Where the memory a worker allocates is placed (through `NumaAlloc` when
 /// it is the global allocator, else through the thread's kernel policy).
@@ -73,10 +56,6 @@ pub enum Helpers {
     /// No helpers (the default).
     #[default]
     Off,
-}
-
-fn unknown_mapping(given: &str) -> Error {
-    Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: ThreadMapping::VARIANTS }
 }
 
 fn unknown_policy(given: &str) -> Error {
@@ -335,44 +314,6 @@ impl Builder {
     pub fn oracle(mut self, stretch: Option<OracleStretch>) -> Self {
         self.oracle = stretch;
         self
-    }
-
-    /// The worklist for `skeleton` over `shared`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZeroThreads`].
-    pub fn build<'a, S: Skeleton>(self, skeleton: &'a S, shared: &'a S::Shared) -> Result<Worklist<'a, S>, Error> {
-        if self.threads == 0 {
-            return Err(Error::ZeroThreads);
-        }
-        if let Some(s) = self.access_profile {
-            skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
-        }
-        if let Some(stretch) = &self.oracle {
-            if self.access_profile.is_none() || self.migration.is_some() || stretch.stretch().is_zero() {
-                return Err(Error::Profile(
-                    "the applied oracle needs an access profile (access_profile), a stretch longer than zero, \
-                     and no migration rule beside it"
-                        .into(),
-                ));
-            }
-        }
-        if let Some(rule) = self.migration {
-            if self.access_profile.is_none() {
-                return Err(Error::Profile(
-                    "migration takes its samples from the access profile: ask for one with access_profile".into(),
-                ));
-            }
-            if !matches!(rule.epoch, skelaff_locality::Epoch::Time { .. }) || rule.pages_per_epoch == 0 {
-                return Err(Error::Profile(
-                    "a migration rule applied for real needs a time epoch and at least one page per epoch".into(),
-                ));
-            }
-        }
-        // The STM's one-time set-up belongs before `run`, not in it.
-        skelaff_stm::startup();
-        Ok(Worklist::new(skeleton, shared, self))
     }
 }
 

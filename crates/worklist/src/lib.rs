@@ -28,7 +28,7 @@
 //! policy a worker has and how it takes effect), `pool` (the units and
 //! termination), `skeleton` (what a program implements), `assist` (the
 //! helper hook), `worker` (one worker's loop), `run` (a run from layout to
-//! report), `report` (what a run did, its decisions and helper figures).
+//! report, and the builder's `build`), `report` (what a run did, its decisions and helper figures).
 
 mod access_profile;
 mod affinity;
@@ -47,10 +47,10 @@ mod worker;
 pub use access_profile::AccessProfile;
 pub use affinity::{Affinity, AffinityFigures};
 pub use assist::{Assist, NoAssist};
-pub use config::{Builder, Helpers, PagePolicy, ThreadMapping, TxAssist};
+pub use config::{Builder, Helpers, PagePolicy, TxAssist};
 pub use error::Error;
 pub use oracle::OracleStretch;
-pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadPlace, TopologyPlacement};
+pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
 pub use pool::Distribution;
 pub use report::{
     ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,

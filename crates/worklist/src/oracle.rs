@@ -10,6 +10,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use skelaff_locality::{SampleBoard, Stretch};
 
+use crate::access_profile::MIGRATION_SLOT;
+
 /// Oracle_High applied once, after a stretch of skeleton time, or of
 /// committed units, summed over the runs that share it (see
 /// [`Builder::oracle`](crate::Builder::oracle)). Clones share one stretch.
@@ -116,7 +118,7 @@ impl OracleStretch {
         if s.acted {
             return None;
         }
-        let board = s.board.get_or_insert_with(|| SampleBoard::new(threads, crate::run::MIGRATION_SLOT)).clone();
+        let board = s.board.get_or_insert_with(|| SampleBoard::new(threads, MIGRATION_SLOT)).clone();
         let left = match self.inner.stretch {
             Stretch::Time(t) => Stretch::Time(t.saturating_sub(s.used).max(Duration::from_nanos(1))),
             Stretch::Units(n) => Stretch::Units(n.saturating_sub(board.units_counted()).max(1)),

@@ -21,9 +21,30 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use skelaff_numa_alloc::{Mapping, Topology};
-use strum::{Display, IntoStaticStr};
+use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
-use crate::config::ThreadMapping;
+use crate::error::Error;
+
+/// How worker threads are placed on CPUs by the default
+/// [`TopologyPlacement`].
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_mapping)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadMapping {
+    /// Spread over nodes, then caches, then cores; pinned (the default).
+    #[default]
+    Scatter,
+    /// Packed onto as few cores/caches/nodes as possible; pinned.
+    Compact,
+    /// Not pinned: the OS scheduler decides and may migrate threads.
+    None,
+}
+
+fn unknown_mapping(given: &str) -> Error {
+    Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: ThreadMapping::VARIANTS }
+}
 
 /// How good a helper's CPU is for prefetching into its worker's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, IntoStaticStr, Serialize, Deserialize)]

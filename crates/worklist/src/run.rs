@@ -12,12 +12,8 @@ use parking_lot::Mutex;
 use skelaff_locality::{Migrator, SampleBoard};
 use skelaff_numa_alloc::{Topology, pin};
 
-use crate::access_profile::AccessProfile;
+use crate::access_profile::{AccessProfile, MIGRATION_SLOT};
 use crate::affinity::Resolver;
-
-/// Distinct `(page, node)` pairs each worker's slot of the migration board
-/// counts between two epochs (the applied oracle's stretch is one epoch).
-pub(crate) const MIGRATION_SLOT: usize = 1 << 14;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
 use crate::error::Error;
@@ -52,11 +48,49 @@ enum Refused {
     Thread(usize, std::io::Error),
 }
 
-impl<'a, S: Skeleton> Worklist<'a, S> {
-    pub(crate) fn new(skeleton: &'a S, shared: &'a S::Shared, cfg: Builder) -> Self {
-        Worklist { skeleton, shared, cfg, seeds: Vec::new() }
+// The builder's last step lives here, beside what it makes: `config` (the
+// settings) does not depend on the run.
+impl Builder {
+    /// The worklist for `skeleton` over `shared`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroThreads`].
+    pub fn build<'a, S: Skeleton>(self, skeleton: &'a S, shared: &'a S::Shared) -> Result<Worklist<'a, S>, Error> {
+        if self.threads == 0 {
+            return Err(Error::ZeroThreads);
+        }
+        if let Some(s) = self.access_profile {
+            skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
+        }
+        if let Some(stretch) = &self.oracle {
+            if self.access_profile.is_none() || self.migration.is_some() || stretch.stretch().is_zero() {
+                return Err(Error::Profile(
+                    "the applied oracle needs an access profile (access_profile), a stretch longer than zero, \
+                     and no migration rule beside it"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(rule) = self.migration {
+            if self.access_profile.is_none() {
+                return Err(Error::Profile(
+                    "migration takes its samples from the access profile: ask for one with access_profile".into(),
+                ));
+            }
+            if !matches!(rule.epoch, skelaff_locality::Epoch::Time { .. }) || rule.pages_per_epoch == 0 {
+                return Err(Error::Profile(
+                    "a migration rule applied for real needs a time epoch and at least one page per epoch".into(),
+                ));
+            }
+        }
+        // The STM's one-time set-up belongs before `run`, not in it.
+        skelaff_stm::startup();
+        Ok(Worklist { skeleton, shared, cfg: self, seeds: Vec::new() })
     }
+}
 
+impl<'a, S: Skeleton> Worklist<'a, S> {
     /// Adds a seed unit.
     pub fn add_work_unit(&mut self, unit: S::Unit) {
         self.seeds.push(unit);

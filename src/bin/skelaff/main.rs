@@ -17,6 +17,7 @@ mod inspect;
 mod linear;
 mod locality;
 mod plot;
+mod results;
 
 /// NUMA-aware transactional worklists.
 #[derive(Debug, Parser)]

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use skelaff::stamp::peer::{Comparison, Side, median};
 use skelaff::worklist::PagePolicy;
 
-use crate::experiment::{Row, Summaries};
+use crate::results::{Row, Summaries};
 
 const COLORS: [RGBColor; 6] = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
 

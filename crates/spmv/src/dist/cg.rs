@@ -56,5 +56,8 @@ pub fn solve(team: &Team, op: &mut DistCsr<'_>, b: &[f64], x: &mut [f64], opts: 
     comm.agree(checked)?;
     let vecs =
         comm.agree((|| Ok([op.input_vector()?, op.output_vector()?, op.output_vector()?, op.output_vector()?]))())?;
-    solve_on(team, &DistSystem(op), vecs, b, x, opts)
+    // SAFETY: `solve_on` hands the system only to the team job it runs from
+    // this thread (`Team::run_collect`).
+    let sys = unsafe { DistSystem::new(op) };
+    solve_on(team, &sys, vecs, b, x, opts)
 }

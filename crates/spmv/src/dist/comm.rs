@@ -2,13 +2,16 @@
 //! collective steps the distributed operators take — agreeing on failure,
 //! sums that come out the same on every rank, gathering vectors.
 //!
-//! MPI is initialised at the `Serialized` thread level: the calling thread
-//! talks to MPI outside team jobs, and thread 0 of the rank's team talks to
-//! it inside a job (halo exchanges, reductions) while the calling thread
-//! waits in [`Team::run`](crate::Team::run), so two threads never call MPI
-//! at once.
+//! MPI is initialised at the `Serialized` thread level: any thread may call
+//! MPI, but no two at once. The types keep it so (see [`RankComm`]'s type
+//! invariant): [`Mpi`] and [`RankComm`] stay on the thread that initialised
+//! MPI, which talks to MPI outside team jobs; inside a job it started,
+//! thread 0 of the rank's team talks to MPI (halo exchanges, reductions)
+//! through a [`Lent`] communicator while that thread waits in
+//! [`Team::run`](crate::Team::run).
 
 use core::fmt;
+use core::marker::PhantomData;
 
 use mpi::Threading;
 use mpi::datatype::{Equivalence, Partition, PartitionMut};
@@ -17,11 +20,16 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 
 use crate::error::{Error, Result};
+use crate::team::TeamMember;
 
 /// The exit code of a job that a panicking rank ended.
 pub const PANIC_EXIT_CODE: i32 = 70;
 
 /// MPI, initialised for this crate; dropping it finalises MPI.
+///
+/// It stays on the thread that initialised MPI (it is neither `Send` nor
+/// `Sync`), and so does every [`RankComm`] it makes: see
+/// [`RankComm`]'s type invariant.
 ///
 /// # Examples
 ///
@@ -33,8 +41,23 @@ pub const PANIC_EXIT_CODE: i32 = 70;
 /// println!("rank {} of {}", comm.rank(), comm.size());
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
+///
+/// Another thread cannot make communicators from it:
+///
+/// ```compile_fail
+/// use skelaff_spmv::dist::Mpi;
+///
+/// let mpi = Mpi::init()?;
+/// std::thread::scope(|s| {
+///     s.spawn(|| mpi.world().barrier());
+/// });
+/// # Ok::<(), skelaff_spmv::Error>(())
+/// ```
 pub struct Mpi {
     universe: Universe,
+    /// Neither `Send` nor `Sync`, whatever `Universe` is: [`Mpi::world`]
+    /// makes communicators, which must stay on one thread.
+    _one_thread: PhantomData<*const ()>,
 }
 
 impl Mpi {
@@ -64,7 +87,7 @@ impl Mpi {
                 SimpleCommunicator::world().abort(PANIC_EXIT_CODE);
             }
         }));
-        Ok(Mpi { universe })
+        Ok(Mpi { universe, _one_thread: PhantomData })
     }
 
     /// `MPI_COMM_WORLD`.
@@ -81,30 +104,117 @@ impl fmt::Debug for Mpi {
 
 /// A communicator whose ranks each run a team.
 ///
-/// The `mpi` crate's communicator is neither `Send` nor `Sync` (it holds a
-/// raw handle); this wrapper is both, because of how it is used (see the
-/// `Sync` impl below).
+/// # Type invariant: one thread calls MPI at a time
+///
+/// MPI runs at the `Serialized` thread level ([`Mpi::init`] checks), so no
+/// two threads may call it at once; every public method here but
+/// [`rank`](RankComm::rank) and [`size`](RankComm::size) calls it.
+/// `RankComm` is therefore neither `Send` nor `Sync`, and neither is
+/// [`Mpi`], the only maker of one ([`Mpi::world`]): MPI can be initialised
+/// once per process, so every `RankComm`, and every reference to one,
+/// lives on the thread that initialised MPI. Safe code on that thread calls
+/// MPI one call after another. The one way MPI is reached from another
+/// thread is inside this crate (its `Lent` communicator): thread 0 of a
+/// team job that this thread started, and waits for, uses the
+/// communicator (see the `Sync` impl of `Lent` for the argument).
+///
+/// Sharing a `RankComm` with another thread does not compile:
+///
+/// ```compile_fail
+/// use skelaff_spmv::dist::Mpi;
+///
+/// let mpi = Mpi::init()?;
+/// let comm = mpi.world();
+/// std::thread::scope(|s| {
+///     s.spawn(|| comm.barrier());
+///     comm.barrier();
+/// });
+/// # Ok::<(), skelaff_spmv::Error>(())
+/// ```
+///
+/// nor does moving it to one:
+///
+/// ```compile_fail
+/// use skelaff_spmv::dist::Mpi;
+///
+/// let mpi = Mpi::init()?;
+/// let comm = mpi.world();
+/// std::thread::spawn(move || comm.barrier()).join().unwrap();
+/// # Ok::<(), skelaff_spmv::Error>(())
+/// ```
 pub struct RankComm {
     comm: SimpleCommunicator,
     rank: usize,
     size: usize,
+    /// Neither `Send` nor `Sync` (the type invariant), whatever the `mpi`
+    /// crate's communicator is.
+    _one_thread: PhantomData<*const ()>,
 }
 
-// SAFETY: MPI was initialised at the `Serialized` level or better
-// (`Mpi::init` checks), which allows calls from any thread as long as no
-// two are concurrent. The operators call MPI either from the thread that
-// owns them, outside team jobs, or from thread 0 of a team job while that
-// thread blocks in `Team::run`; their mutating entry points take `&mut
-// self`, so two jobs never overlap. The handle itself is an immutable
-// pointer-sized value.
-unsafe impl Send for RankComm {}
-// SAFETY: as above.
-unsafe impl Sync for RankComm {}
+/// A [`RankComm`] lent to team jobs that the thread holding it starts: it
+/// hands the communicator to thread 0 of the job only.
+#[derive(Clone, Copy)]
+pub(crate) struct Lent<'a> {
+    comm: &'a RankComm,
+}
+
+// SAFETY: `Lent` lets threads other than the communicator's own reach MPI,
+// so the `Serialized` level's rule (one thread in MPI at a time) is what
+// must be argued, for every use that the types and `Lent::new`'s contract
+// allow. Let T be the thread that made the `Lent` (it held the `&RankComm`,
+// so by `RankComm`'s type invariant it is the thread that initialised MPI).
+// - A `Lent` is used only through `Lent::on`, which needs a `&TeamMember`:
+//   one exists only inside a team job, on a thread of that team (a
+//   `TeamMember` is made only by the team's own threads and is neither
+//   `Send` nor `Sync`). By `Lent::new`'s contract, the only jobs a `Lent`
+//   reaches are those T starts with `Team::run`; T blocks there until the
+//   job is over, and runs one job at a time, so while a `Lent` is in use T
+//   makes no MPI call and no two of its jobs overlap.
+// - Inside such a job, `on` gives the communicator to the member with
+//   index 0 alone: one thread. The `&RankComm` it gets cannot leave that
+//   thread (`RankComm` is not `Sync`), nor outlive the job: `on` borrows
+//   it for no longer than the `&TeamMember`, which a job gets for one call.
+// - No third thread holds a `RankComm` or a reference to one (`RankComm`'s
+//   type invariant).
+// So thread 0 of the running job, or else T, is the only thread that calls
+// MPI. (`Lent` is not `Send`: team jobs only share it.)
+unsafe impl Sync for Lent<'_> {}
+
+impl<'a> Lent<'a> {
+    /// `comm`, for the team jobs that the calling thread runs.
+    ///
+    /// # Safety
+    ///
+    /// The result and its copies must reach no team job but those that
+    /// the calling thread starts with [`Team::run`](crate::Team::run)
+    /// (directly, or through a function that runs them from this thread,
+    /// such as `cg::solve_on`). Outside a job it cannot be used at all
+    /// ([`on`](Lent::on) needs a `TeamMember`).
+    pub(crate) unsafe fn new(comm: &'a RankComm) -> Lent<'a> {
+        Lent { comm }
+    }
+
+    /// The communicator, on thread 0 of the team job only (`None` on the
+    /// others): the one team thread that calls MPI. Borrowed no longer
+    /// than `member`, i.e. than this thread's call of the job.
+    pub(crate) fn on<'m>(self, member: &'m TeamMember<'_>) -> Option<&'m RankComm>
+    where
+        'a: 'm,
+    {
+        (member.index() == 0).then_some(self.comm)
+    }
+}
+
+impl fmt::Debug for Lent<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Lent").field(self.comm).finish()
+    }
+}
 
 impl RankComm {
     fn new(comm: SimpleCommunicator) -> RankComm {
         let (rank, size) = (comm.rank() as usize, comm.size() as usize);
-        RankComm { comm, rank, size }
+        RankComm { comm, rank, size, _one_thread: PhantomData }
     }
 
     /// This rank, `0..size()`.

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::comm::RankComm;
+use super::comm::{Lent, RankComm};
 use super::halo::HaloPlan;
 use crate::array::SharedArray;
 use crate::cg::CgSystem;
@@ -60,6 +60,9 @@ unsafe impl Sync for HaloBuffers {}
 /// A matrix with its rows split over the ranks of a communicator, each
 /// rank's block on the rank's team (see the [module docs](crate::dist)).
 ///
+/// It borrows the [`RankComm`], so like it, it stays on the thread that
+/// initialised MPI (neither `Send` nor `Sync`).
+///
 /// # Examples
 ///
 /// ```no_run
@@ -87,6 +90,13 @@ unsafe impl Sync for HaloBuffers {}
 /// ```
 pub struct DistCsr<'c> {
     comm: &'c RankComm,
+    block: Block,
+}
+
+/// This rank's part of a [`DistCsr`], without the communicator: what every
+/// thread of a team job reads (`Sync`), while thread 0 alone gets the
+/// communicator, [`Lent`].
+struct Block {
     rows: Split,
     cols: Split,
     diag: CsrSpmv<f64>,
@@ -122,17 +132,19 @@ impl<'c> DistCsr<'c> {
         let (diag, offdiag, halo) = comm.agree(built)?;
         Ok(DistCsr {
             comm,
-            bufs: HaloBuffers { send: UnsafeCell::new(vec![0.0; plan.send_len()]), halo: UnsafeCell::new(halo) },
-            stats: Mutex::new(HaloStats {
-                recv_entries: plan.recv_len(),
-                send_entries: plan.send_len(),
-                ..HaloStats::default()
-            }),
-            rows,
-            cols,
-            diag,
-            offdiag,
-            plan,
+            block: Block {
+                bufs: HaloBuffers { send: UnsafeCell::new(vec![0.0; plan.send_len()]), halo: UnsafeCell::new(halo) },
+                stats: Mutex::new(HaloStats {
+                    recv_entries: plan.recv_len(),
+                    send_entries: plan.send_len(),
+                    ..HaloStats::default()
+                }),
+                rows,
+                cols,
+                diag,
+                offdiag,
+                plan,
+            },
         })
     }
 
@@ -203,47 +215,47 @@ impl<'c> DistCsr<'c> {
 
     /// Global rows and columns.
     pub fn shape(&self) -> (usize, usize) {
-        (self.rows.dim(), self.cols.dim())
+        (self.block.rows.dim(), self.block.cols.dim())
     }
 
     /// The split of the rows (and of `y`) over the ranks.
     pub fn rows(&self) -> &Split {
-        &self.rows
+        &self.block.rows
     }
 
     /// The split of the columns (the entries of `x`) over the ranks.
     pub fn cols(&self) -> &Split {
-        &self.cols
+        &self.block.cols
     }
 
     /// Rows this rank holds (the length of its `y`).
     pub fn local_rows(&self) -> usize {
-        self.diag.nrows()
+        self.block.local_rows()
     }
 
     /// Entries of `x` this rank owns (the length of its `x`).
     pub fn local_cols(&self) -> usize {
-        self.diag.ncols()
+        self.block.local_cols()
     }
 
     /// The team size the rank's block was split for.
     pub fn threads(&self) -> usize {
-        self.diag.threads()
+        self.block.diag.threads()
     }
 
     /// Entries stored on this rank.
     pub fn local_nnz(&self) -> usize {
-        self.diag.nnz() + self.offdiag.nnz()
+        self.block.diag.nnz() + self.block.offdiag.nnz()
     }
 
     /// The halo plan.
     pub fn plan(&self) -> &HaloPlan {
-        &self.plan
+        &self.block.plan
     }
 
     /// The exchanges so far.
     pub fn stats(&self) -> HaloStats {
-        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+        *self.block.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A zeroed vector of this rank's entries of `x`, placed as the
@@ -253,7 +265,7 @@ impl<'c> DistCsr<'c> {
     ///
     /// Allocation and `mbind` errors.
     pub fn input_vector(&self) -> Result<SharedArray<f64>> {
-        self.diag.input_vector()
+        self.block.diag.input_vector()
     }
 
     /// A zeroed vector of this rank's rows of `y`, placed as the output.
@@ -262,7 +274,7 @@ impl<'c> DistCsr<'c> {
     ///
     /// Allocation and `mbind` errors.
     pub fn output_vector(&self) -> Result<SharedArray<f64>> {
-        self.diag.output_vector()
+        self.block.diag.output_vector()
     }
 
     /// `y = A x` over every rank: `x` is this rank's entries of `x`, `y`
@@ -275,18 +287,47 @@ impl<'c> DistCsr<'c> {
     /// others waiting in the exchange, so check lengths before a collective
     /// loop, as the examples do).
     pub fn apply(&mut self, team: &Team, x: &[f64], y: &mut [f64]) -> Result<()> {
-        if team.threads() != self.diag.threads() {
-            return Err(Error::TeamMismatch { expected: self.diag.threads(), got: team.threads() });
+        if team.threads() != self.threads() {
+            return Err(Error::TeamMismatch { expected: self.threads(), got: team.threads() });
         }
         check_len("x", x.len(), self.local_cols())?;
         check_len("y", y.len(), self.local_rows())?;
         let ys = SharedMut::new(y);
-        let me = &*self;
+        let block = &self.block;
+        // SAFETY: it reaches only the team job below, which this thread
+        // starts and waits for.
+        let comm = unsafe { Lent::new(self.comm) };
         // SAFETY: every team thread calls once with the same x and y, which
         // this job borrows for its whole length; `&mut self` rules out a
         // concurrent SpMV.
-        team.run(|member| unsafe { me.apply_part(member, x, ys) });
+        team.run(|member| unsafe { block.apply_part(member, comm, x, ys) });
         Ok(())
+    }
+
+    /// Seconds of one halo exchange with nothing to overlap (the median of
+    /// `reps`), run from the calling thread: what the overlapped SpMV's
+    /// exposed wait is measured against. Collective.
+    pub fn exchange_alone(&mut self, reps: usize) -> f64 {
+        let x = vec![0.0; self.local_cols()];
+        let b = &mut self.block;
+        let mut times: Vec<f64> = (0..reps.max(1))
+            .map(|_| {
+                let (send, halo) = (b.bufs.send.get_mut(), b.bufs.halo.get_mut());
+                b.plan.exchange(self.comm, &x, send, halo, || false).total
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    }
+}
+
+impl Block {
+    fn local_rows(&self) -> usize {
+        self.diag.nrows()
+    }
+
+    fn local_cols(&self) -> usize {
+        self.diag.ncols()
     }
 
     /// The rows of thread 0's chunk ending after about `OVERLAP_CHUNK_NNZ`
@@ -298,23 +339,25 @@ impl<'c> DistCsr<'c> {
         end.max(from + 1).min(rows_end)
     }
 
-    /// This thread's part of the distributed SpMV.
+    /// This thread's part of the distributed SpMV, with `comm` lent to
+    /// thread 0.
     ///
     /// # Safety
     ///
     /// As [`TeamSpmv::apply_part`], with `x` this rank's entries of `x` and
     /// `y` its rows; every rank runs it at once.
-    unsafe fn apply_part(&self, member: &TeamMember<'_>, x: &[f64], y: SharedMut<'_, f64>) {
+    unsafe fn apply_part(&self, member: &TeamMember<'_>, comm: Lent<'_>, x: &[f64], y: SharedMut<'_, f64>) {
         assert!(x.len() == self.local_cols() && y.len() == self.local_rows(), "x or y has the wrong length");
         let t = member.index();
         let rows = self.diag.owned_rows(t);
         // SAFETY: row ranges of different threads are disjoint and y is ours (contract).
         let yt = unsafe { y.range_mut(rows.clone()) };
-        if t == 0 {
+        // Thread 0 (the only one `on` gives the communicator) exchanges the halo.
+        if let Some(comm) = comm.on(member) {
             // SAFETY: thread 0 alone touches the buffers before the barrier below.
             let (send, halo) = unsafe { (&mut *self.bufs.send.get(), &mut *self.bufs.halo.get()) };
             let mut at = rows.start;
-            let times = self.plan.exchange(self.comm, x, send, halo, || {
+            let times = self.plan.exchange(comm, x, send, halo, || {
                 if at < rows.end {
                     let end = self.chunk_end(at, rows.end);
                     self.diag.rows_into::<false>(x, at..end, &mut yt[at - rows.start..end - rows.start]);
@@ -338,21 +381,6 @@ impl<'c> DistCsr<'c> {
         member.barrier();
     }
 
-    /// Seconds of one halo exchange with nothing to overlap (the median of
-    /// `reps`), run from the calling thread: what the overlapped SpMV's
-    /// exposed wait is measured against. Collective.
-    pub fn exchange_alone(&mut self, reps: usize) -> f64 {
-        let x = vec![0.0; self.local_cols()];
-        let mut times: Vec<f64> = (0..reps.max(1))
-            .map(|_| {
-                let (send, halo) = (self.bufs.send.get_mut(), self.bufs.halo.get_mut());
-                self.plan.exchange(self.comm, &x, send, halo, || false).total
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        times[times.len() / 2]
-    }
-
     /// The rows of this rank's vectors thread `t` of the team updates.
     fn owned_rows(&self, t: usize) -> Range<usize> {
         self.diag.owned_rows(t)
@@ -363,33 +391,52 @@ impl core::fmt::Debug for DistCsr<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("DistCsr")
             .field("comm", &self.comm)
-            .field("rows", &self.rows)
-            .field("cols", &self.cols)
+            .field("rows", &self.block.rows)
+            .field("cols", &self.block.cols)
             .field("local_nnz", &self.local_nnz())
-            .field("halo", &(self.plan.recv_len(), self.plan.send_len()))
+            .field("halo", &(self.block.plan.recv_len(), self.block.plan.send_len()))
             .finish()
     }
 }
 
 /// A square [`DistCsr`] whose `x` is split like its rows, as the CG
 /// iteration sees it: sums over every thread and then every rank.
-pub(crate) struct DistSystem<'a, 'c>(pub(crate) &'a DistCsr<'c>);
+pub(crate) struct DistSystem<'a> {
+    block: &'a Block,
+    comm: Lent<'a>,
+}
 
-impl CgSystem for DistSystem<'_, '_> {
+impl<'a> DistSystem<'a> {
+    /// `op` for the CG iteration's team jobs.
+    ///
+    /// # Safety
+    ///
+    /// As [`Lent::new`]: the result must reach no team job but those that
+    /// the calling thread runs, as `cg::solve_on` and
+    /// `nas::power::power_method` do when called from this thread (the
+    /// methods of [`CgSystem`] that reach MPI take a `TeamMember`).
+    pub(crate) unsafe fn new(op: &'a DistCsr<'_>) -> DistSystem<'a> {
+        // SAFETY: the caller's contract is `Lent::new`'s.
+        DistSystem { block: &op.block, comm: unsafe { Lent::new(op.comm) } }
+    }
+}
+
+impl CgSystem for DistSystem<'_> {
     fn local_len(&self) -> usize {
-        self.0.local_rows()
+        self.block.local_rows()
     }
     fn threads(&self) -> usize {
-        self.0.diag.threads()
+        self.block.diag.threads()
     }
     fn rows(&self, t: usize) -> Range<usize> {
-        self.0.owned_rows(t)
+        self.block.owned_rows(t)
     }
     unsafe fn apply_part(&self, member: &TeamMember<'_>, x: &[f64], y: SharedMut<'_, f64>) {
         // SAFETY: the caller's contract is the operator's.
-        unsafe { self.0.apply_part(member, x, y) }
+        unsafe { self.block.apply_part(member, self.comm, x, y) }
     }
     fn sums<const N: usize>(&self, member: &TeamMember<'_>, v: [f64; N]) -> [f64; N] {
-        member.sums_then(v, |team| self.0.comm.sums(team))
+        let comm = self.comm.on(member);
+        member.sums_then(v, |team| comm.expect("sums_then widens on thread 0, which `on` lends MPI to").sums(team))
     }
 }

@@ -101,12 +101,16 @@ pub fn run(comm: &RankComm, engine: &Engine, class: Class, split: SplitKind) -> 
     })())?;
     let init_seconds = comm.max(start.elapsed().as_secs_f64());
     let team = engine.team();
+    // SAFETY: `power_method` hands the system only to the team job it runs
+    // from this thread (`Team::run_collect`), here twice; this thread's own
+    // MPI calls come between the two, outside any job.
+    let sys = unsafe { DistSystem::new(&op) };
     // NPB's untimed warm-up iteration; x is reset to 1 inside the next job.
-    power_method(team, &DistSystem(&op), &mut vecs, &params, 1);
+    power_method(team, &sys, &mut vecs, &params, 1);
     let warm = op.stats();
     comm.barrier();
     let timer = Instant::now();
-    let iterations = power_method(team, &DistSystem(&op), &mut vecs, &params, params.niter);
+    let iterations = power_method(team, &sys, &mut vecs, &params, params.niter);
     let seconds = comm.max(timer.elapsed().as_secs_f64());
     let timed = op.stats();
     let spmvs = timed.exchanges - warm.exchanges;
