@@ -77,7 +77,7 @@ fn default_baseline() -> PathBuf {
 
 const RUSTC: &str = env!("COSTS_RUSTC");
 /// How the counted binary is built (what the baseline's counts belong to).
-const BUILT_WITH: &str = "cargo run -p skelaff-costs --profile costs (release, no LTO, dependencies at opt-level 1)";
+const BUILT_WITH: &str = "cargo run -p skelaff-costs --profile costs (release without LTO for the counted crates, opt-level 0 for the others)";
 
 fn selected(names: &[String]) -> Result<Vec<&'static Scenario>, Error> {
     if names.is_empty() {
