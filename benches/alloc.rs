@@ -1,5 +1,5 @@
 //! Criterion benchmarks of `NumaAlloc` beside glibc malloc (`System`),
-//! mimalloc and jemalloc, on the workloads of `skelaff_bench_support::alloc_workloads`: small
+//! mimalloc and (with `--features peer-jemalloc`) jemalloc, on the workloads of `skelaff_bench_support::alloc_workloads`: small
 //! blocks on one thread and two, producer/consumer across two threads, a
 //! mixed workload, and allocating-and-prefaulting a large region against a
 //! `Vec` touched the same way. Every allocator runs in the same process and
@@ -24,7 +24,7 @@ fn small(c: &mut Criterion) {
     for threads in [1, 2] {
         let mut g = c.benchmark_group(format!("small_same_thread/{threads}thr"));
         g.throughput(Throughput::Elements((SMALL_OPS * threads) as u64));
-        for name in NAMES {
+        for &name in NAMES {
             let a = by_name(name).expect("a known allocator");
             g.bench_function(BenchmarkId::from_parameter(name), |b| {
                 b.iter_custom(|iters| (0..iters).map(|_| a.same_thread(threads, SMALL_OPS)).sum::<Duration>())
@@ -34,7 +34,7 @@ fn small(c: &mut Criterion) {
     }
     let mut g = c.benchmark_group("small_producer_consumer/2thr");
     g.throughput(Throughput::Elements(SMALL_OPS as u64));
-    for name in NAMES {
+    for &name in NAMES {
         let a = by_name(name).expect("a known allocator");
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_custom(|iters| (0..iters).map(|_| a.producer_consumer(SMALL_OPS)).sum::<Duration>())
@@ -47,7 +47,7 @@ fn mixed(c: &mut Criterion) {
     for threads in [1, 2] {
         let mut g = c.benchmark_group(format!("mixed/{threads}thr"));
         g.throughput(Throughput::Elements((MIXED_OPS * threads) as u64));
-        for name in NAMES {
+        for &name in NAMES {
             let a = by_name(name).expect("a known allocator");
             g.bench_function(BenchmarkId::from_parameter(name), |b| {
                 b.iter_custom(|iters| (0..iters).map(|_| a.mixed(threads, MIXED_OPS)).sum::<Duration>())

@@ -1,7 +1,7 @@
 //! `cargo run --release --example alloc_bench -- [--json] [--runs N] [--scale X]`
 //!
 //! Measures `NumaAlloc` against glibc malloc (`System`), mimalloc and
-//! jemalloc in one run, on the same workloads (see `skelaff_bench_support::alloc_workloads`):
+//! (with `--features peer-jemalloc`) jemalloc in one run, on the same workloads (see `skelaff_bench_support::alloc_workloads`):
 //! small-block alloc/free on one thread and on two, producer/consumer
 //! across two threads, a mixed workload on one and two threads, and
 //! allocating-and-prefaulting a 64 MiB region against a `Vec` touched the
@@ -65,10 +65,11 @@ fn main() -> ExitCode {
         Pattern { name: "mixed", threads: 2, ops: n(1e6), run: |a, t, o| a.mixed(t, o) },
     ];
     println!("alloc_bench: {} run(s) per figure, scale {}", args.runs, args.scale);
-    println!(
-        "{:<26} {:>3} {:>14} {:>14} {:>14} {:>14} {:>9} {:>9}",
-        "pattern", "thr", "numa", "system", "mimalloc", "jemalloc", "/system", "/mimalloc"
-    );
+    if !NAMES.contains(&"jemalloc") {
+        println!("alloc_bench: jemalloc is left out (build with `--features peer-jemalloc` to add it)");
+    }
+    let names: String = NAMES.iter().map(|n| format!(" {n:>14}")).collect();
+    println!("{:<26} {:>3}{names} {:>9} {:>9}", "pattern", "thr", "/system", "/mimalloc");
     let mut rows = Vec::new();
     for p in patterns.iter().filter(|p| args.pattern.as_ref().is_none_or(|f| p.name.contains(f.as_str()))) {
         // Warm every allocator (first chunks, thread caches) once.
@@ -146,17 +147,8 @@ fn large_prefault_warm(bytes: usize) {
 
 fn row(name: &str, threads: usize, rates: &[f64]) -> Value {
     let (numa, system, mimalloc) = (rates[0], rates[1], rates[2]);
-    println!(
-        "{:<26} {:>3} {:>14.0} {:>14.0} {:>14.0} {:>14.0} {:>9.3} {:>9.3}",
-        name,
-        threads,
-        rates[0],
-        rates[1],
-        rates[2],
-        rates[3],
-        numa / system,
-        numa / mimalloc
-    );
+    let figures: String = rates.iter().map(|r| format!(" {r:>14.0}")).collect();
+    println!("{name:<26} {threads:>3}{figures} {:>9.3} {:>9.3}", numa / system, numa / mimalloc);
     let per: serde_json::Map<String, Value> =
         NAMES.iter().zip(rates).map(|(n, r)| ((*n).to_owned(), json!(r))).collect();
     json!({

@@ -18,11 +18,6 @@
 //! `cargo xtask stamp-vs-c [build|run|all|table] ...` measures every STAMP
 //! application side by side with STAMP's own C programs, sequential and on
 //! TinySTM (see the `stamp_vs_c` module).
-//!
-//! `cargo xtask import-cycles` lists every circle of imports between the
-//! modules of each crate of the workspace (or of the crates whose root files
-//! it is given) and fails if there is one (see the `import_cycles` module
-//! for what counts).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -34,7 +29,6 @@ use std::time::{Duration, Instant};
 
 use skelaff_testkit::{GuestSpec, GuestSpecError};
 
-mod import_cycles;
 mod machines;
 
 mod stamp_vs_c;
@@ -52,17 +46,16 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("numa-vm") => numa_vm(&args[1..]),
         Some("stamp-vs-c") => stamp_vs_c::main(&args[1..]),
-        Some("import-cycles") => import_cycles::main(&args[1..]),
+        Some("import-cycles") => Err("import-cycles is its own package now: run `cargo import-cycles`".to_owned()),
         Some("-h" | "--help") | None => {
             println!(
                 "usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS] \
                  [--stamp-sweep[=APP,...]] [--only TEST]"
             );
             println!("       cargo xtask stamp-vs-c build|run|all|table [--help for its options]");
-            println!("       cargo xtask import-cycles [CRATE_ROOT.rs]...");
             Ok(())
         }
-        Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm, stamp-vs-c, import-cycles")),
+        Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm, stamp-vs-c")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,14 +12,23 @@ use std::time::{Duration, Instant};
 
 use skelaff_numa_alloc::alloc::NumaAlloc;
 
-/// The allocators compared, by name.
-pub const NAMES: [&str; 4] = ["numa", "system", "mimalloc", "jemalloc"];
+/// The allocators compared, by name: jemalloc only with the `jemalloc`
+/// feature (its build script compiles jemalloc's C sources, about three
+/// minutes of a two-core machine, so the default build leaves it out).
+#[cfg(feature = "jemalloc")]
+pub const NAMES: &[&str] = &["numa", "system", "mimalloc", "jemalloc"];
+/// The allocators compared, by name: jemalloc only with the `jemalloc`
+/// feature (its build script compiles jemalloc's C sources, about three
+/// minutes of a two-core machine, so the default build leaves it out).
+#[cfg(not(feature = "jemalloc"))]
+pub const NAMES: &[&str] = &["numa", "system", "mimalloc"];
 
 /// The allocator under test.
 pub static NUMA: NumaAlloc = NumaAlloc::new();
 /// Peer: mimalloc.
 pub static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-/// Peer: jemalloc.
+/// Peer: jemalloc (feature `jemalloc`).
+#[cfg(feature = "jemalloc")]
 pub static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The allocator called `name` (one of [`NAMES`]).
@@ -28,6 +37,7 @@ pub fn by_name(name: &str) -> Option<&'static dyn DynAlloc> {
         "numa" => &NUMA,
         "system" => &System,
         "mimalloc" => &MIMALLOC,
+        #[cfg(feature = "jemalloc")]
         "jemalloc" => &JEMALLOC,
         _ => return None,
     })

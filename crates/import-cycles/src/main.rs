@@ -1,4 +1,5 @@
-//! `cargo xtask import-cycles [CRATE_ROOT.rs]...`: every circle of imports
+//! `cargo import-cycles [CRATE_ROOT.rs]...` (an alias of `cargo run -p
+//! skelaff-import-cycles --`): every circle of imports
 //! between the modules of each crate of the workspace (every target:
 //! libraries, binaries, tests, examples, benches, build scripts; or the
 //! crates whose root files are named), with the files and lines that close
@@ -25,7 +26,7 @@ mod tree;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
 use tree::{Crate, Evidence};
 
@@ -91,13 +92,11 @@ pub(crate) fn check_crate(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -
 
 /// Runs the check over the crates whose root files `args` name, or, with
 /// none, over every target of every workspace package.
-pub(crate) fn main(args: &[String]) -> Result<(), String> {
+fn check(args: &[String]) -> Result<(), String> {
     if let Some(a) = args.iter().find(|a| a.starts_with('-')) {
-        return Err(format!(
-            "import-cycles: unknown option `{a}`; usage: cargo xtask import-cycles [CRATE_ROOT.rs]..."
-        ));
+        return Err(format!("import-cycles: unknown option `{a}`; usage: cargo import-cycles [CRATE_ROOT.rs]..."));
     }
-    let root = super::workspace_root()?;
+    let root = workspace_root();
     let targets =
         if args.is_empty() { targets(&root)? } else { args.iter().map(|a| (a.clone(), PathBuf::from(a))).collect() };
     let read = |p: &Path| std::fs::read_to_string(p).ok();
@@ -137,6 +136,29 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     }
     println!("import-cycles: {total} circle(s) in {crates_with} of {} crate targets", targets.len());
     if total == 0 { Ok(()) } else { Err(format!("{total} import circle(s) between modules; see above")) }
+}
+
+/// The workspace's root: two levels above this package's manifest.
+fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.ancestors().nth(2).unwrap_or(manifest).to_path_buf()
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("usage: cargo import-cycles [CRATE_ROOT.rs]...");
+        println!("Lists every circle of imports between the modules of each crate target of the workspace");
+        println!("(or of the crates whose root files are named) and fails if there is one.");
+        return ExitCode::SUCCESS;
+    }
+    match check(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("import-cycles: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Every target of the workspace's packages: a label and its root file,
