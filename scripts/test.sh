@@ -6,8 +6,8 @@
 # Built for a clean machine (CI: two cores, nothing cached), where compiling is most of
 # the time. So: no incremental compilation (it only adds work to a clean build); one
 # build of the tests, with the feature `mpi` on, rather than one without it and a second
-# for the MPI tests; the non-MPI configuration is linted and documented, and its only
-# code of its own (the CLI's refusal to run under mpirun) checked by clippy.
+# for the MPI tests (the emulated machines' tests are taken from it); without the
+# feature, clippy lints the only code that exists only then.
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -17,14 +17,17 @@ step() {
     "$@"
 }
 step . scripts/setup.sh
-export CARGO_INCREMENTAL=0
+# No debug info in the dev profile either: nothing here prints a backtrace (panics
+# print their location without it), and line tables cost compile and link time.
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=0
 # As root, mpirun needs these two variables (the tests also pass --allow-run-as-root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 step cargo fmt --all -- --check
-# Lints, every target of every package, without and with the feature `mpi` (the second
-# checks again only the crates the feature changes).
-step cargo clippy --workspace --all-targets --quiet -- -D warnings
-step cargo clippy -p skelaff-spmv -p skelaff --lib --bins --tests --example nas_cg_mpi --features skelaff/mpi --quiet -- -D warnings
+# Lints, every target of every package, with the feature `mpi` (the features of the
+# test build below, whose dependencies' checks the docs reuse); then without it, the
+# CLI, whose refusal to run under mpirun is the only code that exists only then.
+step cargo clippy --workspace --all-targets --features skelaff/mpi --quiet -- -D warnings
+step cargo clippy -p skelaff --lib --bin skelaff --quiet -- -D warnings
 # No circle of imports between the modules of any crate (every target of
 # every package): fails naming the files and lines that close each one.
 step cargo import-cycles
@@ -47,7 +50,29 @@ step cargo run --quiet -p skelaff-costs --profile costs -- check
 # reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites
 # tests show each model fails without the fence after a reader's
 # announcement), assisted execution's ring handshake (tests/loom_assist.rs).
-# Own target directory: loom changes every dependency's cfg.
-step env RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim --test loom_assist --target-dir target/loom
-step cargo xtask numa-vm
+# `--cfg loom` changes every crate it reaches, so they build apart; with the
+# target named, RUSTFLAGS reach only the target's crates, and the build
+# scripts and proc macros of the builds above are used as they are.
+# The three models' binaries run at once: one model of the assist ring takes a
+# minute on one thread, and the others run beside it.
+host=$(rustc -vV | sed -n 's/^host: //p')
+loom_models() {
+    bins=$(env RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim \
+        --test loom_assist --target "$host" --no-run --message-format=json-render-diagnostics |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+    [ "$(echo "$bins" | wc -w)" -eq 3 ] || { echo "loom: expected 3 test binaries, got: $bins"; return 1; }
+    pids=""
+    for b in $bins; do
+        (cd crates/stm && "$b" -q) &
+        pids="$pids $!"
+    done
+    for p in $pids; do wait "$p"; done
+}
+step loom_models
+# The emulated NUMA machines, with the test targets the test build above
+# made (same features, so nothing is compiled again), run by the xtask
+# binary that the same build made for xtask's own tests (`cargo xtask`
+# would resolve its dependencies' features for xtask alone and compile a
+# third of the workspace again): the same as `cargo xtask numa-vm`.
+step "${CARGO_TARGET_DIR:-target}/debug/xtask" numa-vm --features skelaff/mpi
 echo "== test.sh: every test passed in $(($(date +%s) - start)) s"

@@ -13,7 +13,9 @@
 //! every guest (`--stamp-sweep=labyrinth,yada`: those named); by default two run, and only on 4x1 (or on every guest
 //! named with `--topology`), as does NAS CG's locality test; `--only TEST`
 //! runs only the test targets whose name contains TEST (e.g. `--only
-//! stamp_locality`, `--only cg_locality`).
+//! stamp_locality`, `--only cg_locality`); `--features LIST` builds the
+//! test targets with those features (the test command passes its own, so
+//! that the targets its test build made are used as they are).
 //!
 //! `cargo xtask stamp-vs-c [build|run|all|table] ...` measures every STAMP
 //! application side by side with STAMP's own C programs, sequential and on
@@ -50,7 +52,7 @@ fn main() -> ExitCode {
         Some("-h" | "--help") | None => {
             println!(
                 "usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS] \
-                 [--stamp-sweep[=APP,...]] [--only TEST]"
+                 [--stamp-sweep[=APP,...]] [--only TEST] [--features LIST]"
             );
             println!("       cargo xtask stamp-vs-c build|run|all|table [--help for its options]");
             Ok(())
@@ -70,12 +72,15 @@ fn numa_vm(args: &[String]) -> Result<()> {
     let mut topologies = Vec::new();
     // The paper machine (with its distances) of each topology, if it is one.
     let mut paper_machines = Vec::new();
-    let mut timeout = Duration::from_secs(900);
+    // `--timeout`: one limit for every guest; without it each guest's own (`guest_limit`).
+    let mut timeout: Option<Duration> = None;
     // The STAMP applications' locality sweep: all of them (`Some(None)`),
     // those named, or (`None`) the test's default pair.
     let mut stamp_sweep: Option<Option<String>> = None;
     // Run only the test targets whose name contains one of these.
     let mut only: Vec<String> = Vec::new();
+    // `--features`: passed to the build of the test targets.
+    let mut features: Option<String> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -95,8 +100,11 @@ fn numa_vm(args: &[String]) -> Result<()> {
             }
             "--timeout" => {
                 let v = it.next().ok_or("--timeout needs a number of seconds")?;
-                timeout =
-                    Duration::from_secs(v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?);
+                let secs: u64 = v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?;
+                if secs == 0 {
+                    return Err("--timeout: a guest needs at least 1 second".to_owned());
+                }
+                timeout = Some(Duration::from_secs(secs));
             }
             "--stamp-sweep" => stamp_sweep = Some(None),
             v if v.starts_with("--stamp-sweep=") => {
@@ -110,10 +118,13 @@ fn numa_vm(args: &[String]) -> Result<()> {
                 }
                 stamp_sweep = Some(Some(apps.to_owned()));
             }
+            "--features" => {
+                features = Some(it.next().ok_or("--features needs a list, e.g. skelaff/mpi")?.clone());
+            }
             "--only" => only.push(it.next().ok_or("--only needs part of a test's name, e.g. stamp_locality")?.clone()),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep[=APP,...] or --only TEST"
+                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep[=APP,...], --only TEST or --features LIST"
                 ));
             }
         }
@@ -144,7 +155,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
         .ok_or("busybox is not installed; run `scripts/setup` or `apt-get install busybox-static`")?;
 
     let kernel = kernel(&work)?;
-    let mut tests = build_tests(&root)?;
+    let mut tests = build_tests(&root, features.as_deref())?;
     if !only.is_empty() {
         let all: Vec<String> = tests.iter().map(|(n, _)| n.clone()).collect();
         tests.retain(|(name, _)| only.iter().any(|o| name.contains(o.as_str())));
@@ -168,7 +179,8 @@ fn numa_vm(args: &[String]) -> Result<()> {
         } else {
             StampLocality::Default
         };
-        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), stamp, timeout, &mut locality);
+        let limit = timeout.unwrap_or_else(|| guest_limit(spec.total_cpus()));
+        let outcome = boot(&kernel, &initramfs, spec, machine.as_ref(), stamp, limit, &mut locality);
         let name = machine.as_ref().map_or_else(|| spec.to_string(), |m| m.name().to_owned());
         if let Some(path) = machines::save_locality(&work, &name, &locality)? {
             println!("numa-vm {name}: {} locality runs in {}", locality.len(), path.display());
@@ -189,8 +201,11 @@ fn numa_vm(args: &[String]) -> Result<()> {
     }
 }
 
+/// The workspace's root: above xtask's manifest directory, which `cargo
+/// xtask` sets at run time; a binary started directly (as the test command
+/// starts the one its test build made) uses the directory it was built in.
 fn workspace_root() -> Result<PathBuf> {
-    let manifest = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "run this through `cargo xtask`")?;
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
     Path::new(&manifest).parent().map(Path::to_path_buf).ok_or_else(|| "xtask has no parent directory".to_owned())
 }
 
@@ -258,15 +273,18 @@ fn kernel(work: &Path) -> Result<PathBuf> {
 
 /// Builds every test target whose name starts with `numa_vm`; returns
 /// `(package.target, executable)` pairs.
-fn build_tests(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// Builds every `numa_vm*` test target, with `features` (`--features`) when
+/// given: the test command passes those of its own test build, whose
+/// artifacts these then are, so nothing is compiled again.
+fn build_tests(root: &Path, features: Option<&str>) -> Result<Vec<(String, PathBuf)>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     println!("numa-vm: building the numa_vm test targets");
-    let out = Command::new(cargo)
-        .args(["test", "--workspace", "--test", "numa_vm*", "--no-run", "--message-format=json-render-diagnostics"])
-        .current_dir(root)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("running cargo: {e}"))?;
+    let mut cmd = Command::new(cargo);
+    cmd.args(["test", "--workspace", "--test", "numa_vm*", "--no-run", "--message-format=json-render-diagnostics"]);
+    if let Some(f) = features {
+        cmd.args(["--features", f]);
+    }
+    let out = cmd.current_dir(root).stderr(Stdio::inherit()).output().map_err(|e| format!("running cargo: {e}"))?;
     if !out.status.success() {
         return Err("building the numa_vm tests failed".to_owned());
     }
@@ -363,6 +381,17 @@ poweroff -f
     let sh = format!("cd '{}' && find . | cpio -o -H newc --quiet > '{}'", dir.display(), cpio.display());
     run(Command::new("sh").arg("-c").arg(sh))?;
     Ok(cpio)
+}
+
+/// A guest's time limit when `--timeout` is not given: a guard against a
+/// hung guest, sized from the guest's shape. Under TCG every vCPU is a host
+/// thread, so on a two-core host a guest's tests take about as much longer
+/// as it has more vCPUs (the four-vCPU default guests pass in 30 to 110 s;
+/// `--topology numa16`, 16 vCPUs, ran past the old fixed limit of 15
+/// minutes with every check it had run passing). So: 15 minutes per four
+/// vCPUs, an hour for NUMA16, two for NUMA32.
+fn guest_limit(cpus: usize) -> Duration {
+    Duration::from_secs(900 * cpus.div_ceil(4).max(1) as u64)
 }
 
 /// Which STAMP applications a guest's locality test runs (`Off` also
