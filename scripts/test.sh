@@ -56,8 +56,10 @@ step cargo run --quiet -p skelaff-costs --profile costs -- check
 # The three models' binaries run at once: one model of the assist ring takes a
 # minute on one thread, and the others run beside it.
 host=$(rustc -vV | sed -n 's/^host: //p')
+# Line tables for these (and only these): each *_bites test checks that its
+# twin failed on the tracker's cell by the frames of the backtrace it prints.
 loom_models() {
-    bins=$(env RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim \
+    bins=$(env RUSTFLAGS="--cfg loom" CARGO_PROFILE_DEV_DEBUG=line-tables-only cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim \
         --test loom_assist --target "$host" --no-run --message-format=json-render-diagnostics |
         sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
     [ "$(echo "$bins" | wc -w)" -eq 3 ] || { echo "loom: expected 3 test binaries, got: $bins"; return 1; }
