@@ -25,6 +25,29 @@ use crate::primitive::{AtomicU64, Backoff, Ordering, spin_loop};
 /// giving up. Locks are held only for the short commit write-back, so a
 /// short wait is usually cheaper than an abort.
 pub const READ_SPIN: u32 = 64;
+
+/// `w`'s value with the lock word it was read under: the lock was unlocked
+/// and unchanged around the value's load, so the pair is consistent. Spins
+/// while the word is locked, at most [`READ_SPIN`] times in a row, then
+/// gives up with [`AbortReason::LockedOnRead`]. The reads' slow paths.
+fn consistent_load(w: &VWord) -> Result<(u64, u64), AbortReason> {
+    let mut spins = 0;
+    loop {
+        let l1 = w.lock.load(Ordering::Acquire);
+        if is_locked(l1) {
+            spins += 1;
+            if spins > READ_SPIN {
+                return Err(AbortReason::LockedOnRead);
+            }
+            spin_loop();
+            continue;
+        }
+        let v = w.value.load(Ordering::Acquire);
+        if w.lock.load(Ordering::Relaxed) == l1 {
+            return Ok((v, l1));
+        }
+    }
+}
 /// How many times commit re-checks a word held by another committer
 /// before aborting (bounded, so two committers cannot deadlock).
 pub const COMMIT_SPIN: u32 = 128;
@@ -437,43 +460,14 @@ impl TxState {
 
     #[inline(never)]
     fn read_unlogged_slow(&self, w: &VWord) -> Result<u64, AbortReason> {
-        let mut spins = 0;
-        loop {
-            let l1 = w.lock.load(Ordering::Acquire);
-            if is_locked(l1) {
-                spins += 1;
-                if spins > READ_SPIN {
-                    return Err(AbortReason::LockedOnRead);
-                }
-                spin_loop();
-                continue;
-            }
-            let v = w.value.load(Ordering::Acquire);
-            if w.lock.load(Ordering::Relaxed) != l1 {
-                continue;
-            }
-            return if version(l1) <= self.rv { Ok(v) } else { Err(AbortReason::ValidateOnRead) };
-        }
+        let (v, l) = consistent_load(w)?;
+        if version(l) <= self.rv { Ok(v) } else { Err(AbortReason::ValidateOnRead) }
     }
 
     #[inline(never)]
     fn read_slow(&mut self, e: &Engine, w: &VWord) -> Result<u64, AbortReason> {
-        let mut spins = 0;
         loop {
-            let l1 = w.lock.load(Ordering::Acquire);
-            if is_locked(l1) {
-                spins += 1;
-                if spins > READ_SPIN {
-                    return Err(AbortReason::LockedOnRead);
-                }
-                spin_loop();
-                continue;
-            }
-            let v = w.value.load(Ordering::Acquire);
-            let l2 = w.lock.load(Ordering::Relaxed);
-            if l1 != l2 {
-                continue;
-            }
+            let (v, l1) = consistent_load(w)?;
             if version(l1) > self.rv {
                 // Newer than the snapshot: extend it if everything read so
                 // far is still current, then read again. The value loaded
