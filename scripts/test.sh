@@ -45,6 +45,7 @@ step cargo test --workspace --doc --features skelaff/mpi --quiet
 # one vacation transaction), counted under callgrind and compared with the
 # committed baselines in crates/costs/baseline.json: fails when a count grew
 # by more than 3% (crates/costs says why counts, not timings).
+step cargo run --quiet -p skelaff-costs --profile costs -- check
 # The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
 # reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites
 # tests show each model fails without the fence after a reader's
@@ -71,24 +72,7 @@ loom_models() {
     for p in $pids; do wait "$p" || status=1; done
     return "$status"
 }
-# The guard and the loom models need builds of their own, whose serial
-# stretches leave a core idle: they run side by side (both count, neither
-# times: callgrind's counts and loom's explorations do not depend on the
-# machine's load), the guard's output printed when it ends.
-costs_and_loom() {
-    costs_log=$(mktemp)
-    cargo run --quiet -p skelaff-costs --profile costs -- check >"$costs_log" 2>&1 &
-    costs=$!
-    loom_status=0
-    loom_models || loom_status=$?
-    costs_status=0
-    wait "$costs" || costs_status=$?
-    echo "== the instruction-count guard (cargo run -p skelaff-costs --profile costs -- check):"
-    cat "$costs_log"
-    rm -f "$costs_log"
-    [ "$loom_status" -eq 0 ] && [ "$costs_status" -eq 0 ]
-}
-step costs_and_loom
+step loom_models
 # The emulated NUMA machines, with the test targets the test build above
 # made (same features, so nothing is compiled again), run by the xtask
 # binary that the same build made for xtask's own tests (`cargo xtask`
