@@ -77,10 +77,11 @@
 //! one-thread run may cost at most `2/s` times the same transactions
 //! without barriers (1.25× for `s = 1.6`). Vacation is the hard case for
 //! that: a transaction is a handful of red-black tree searches, about 40
-//! stripes read and 4 written (the report's `mean_read_set` and
-//! `mean_write_set`), and little else, so the read barriers (a lock word
-//! loaded twice around the value, the stripe logged) come to nearly half of
-//! a transaction's time rather than a small fraction of it. Measured on a
+//! words read and 4 written (the report's `mean_read_set` and
+//! `mean_write_set`), and little else, so the read barriers (the word's
+//! lock loaded around its value, the lock's address logged) come to nearly
+//! half of a transaction's time rather than a small fraction of it. Measured,
+//! before the locks moved beside the words, on a
 //! 2-CPU machine (median of 5, `scripts/stamp-ratios.py`, `-t65536
 //! --helpers off`): one thread costs 1.8× the `UninstrumentedTx` run (2.1× the
 //! `BTreeMap` one) and 2 threads reach 1.5–1.75× one thread, so about as
