@@ -209,7 +209,7 @@ mod tests {
     /// A facade root, a `mod.rs` with shared types, children using both.
     const TREE: &[(&str, &str)] = &[
         ("src/lib.rs", "mod a;\nmod b;\npub mod net;\npub use a::A;\npub use b::B;\npub struct Root;\n"),
-        ("src/a.rs", "use crate::Root;\npub struct A;\nfn f() -> crate::b::B { todo!() }\n"),
+        ("src/a.rs", "use crate::Root;\npub struct A;\nfn f() -> crate::b::B { crate::b::B }\n"),
         ("src/b.rs", "/// Unlike [`crate::a::A`], a comment.\npub struct B;\nconst S: &str = \"crate::a::A\";\n"),
         ("src/net/mod.rs", "mod wire;\npub struct Frame;\nfn g() { wire::send() }\n"),
         ("src/net/wire.rs", "use super::Frame;\npub fn send() {}\n#[cfg(test)]\nmod tests { use super::*; }\n"),
