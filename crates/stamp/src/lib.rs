@@ -19,6 +19,7 @@ pub mod labyrinth;
 pub mod peer;
 pub mod phases;
 pub mod plain;
+pub mod shipped;
 pub mod vacation;
 pub mod yada;
 

@@ -9,15 +9,18 @@ use std::path::{Path, PathBuf};
 use super::input::{MAX_DIMS, MAX_POINTS, Points};
 use crate::app::AppError;
 
-/// Where the inputs shipped with this crate are (`data/kmeans/`: STAMP's
-/// `random-n2048-d16-c16.txt.gz`).
+/// The path of an input shipped with this crate (`data/kmeans/`: STAMP's
+/// `random-n2048-d16-c16.txt.gz`), embedded in the binary: see [`crate::shipped`].
 pub fn shipped_input(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/kmeans")).join(name)
+    PathBuf::from(format!("{}{name}", crate::shipped::PREFIX))
 }
 
 /// The file `path`, or `path.gz` when `path` does not exist; `None` when
 /// neither does.
 pub(crate) fn locate(path: &Path) -> Option<PathBuf> {
+    if crate::shipped::gzip_bytes(path).is_some() {
+        return Some(path.to_owned());
+    }
     if path.is_file() {
         return Some(path.to_owned());
     }
@@ -29,6 +32,11 @@ pub(crate) fn locate(path: &Path) -> Option<PathBuf> {
 
 fn bytes(path: &Path) -> Result<Vec<u8>, AppError> {
     let io = |e: std::io::Error| AppError::Invalid(format!("{}: {e}", path.display()));
+    if let Some(gz) = crate::shipped::gzip_bytes(path) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(gz).read_to_end(&mut out).map_err(io)?;
+        return Ok(out);
+    }
     let file = std::fs::File::open(path).map_err(io)?;
     let mut out = Vec::new();
     if path.extension().is_some_and(|e| e == "gz") {

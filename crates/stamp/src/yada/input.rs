@@ -101,12 +101,26 @@ impl Lines {
 }
 
 /// The text of `path`, or of `path.gz` (decompressed) when `path` does
-/// not exist; a path ending in `.gz` is decompressed too.
+/// not exist; a path ending in `.gz` is decompressed too. A path that
+/// starts with `builtin:` names a file embedded in the binary (see
+/// [`crate::shipped`]).
 ///
 /// # Errors
 ///
 /// [`InputError::Io`] naming the file tried.
 pub fn read_text(path: &Path) -> Result<String, InputError> {
+    if crate::shipped::is_builtin(path) {
+        let io = |source| InputError::Io { path: path.to_owned(), source };
+        let missing = || {
+            let names: Vec<_> = crate::shipped::names().collect();
+            let what = format!("no such embedded input; the embedded ones are: {}", names.join(", "));
+            io(std::io::Error::new(std::io::ErrorKind::NotFound, what))
+        };
+        let gz = crate::shipped::gzip_bytes(path).ok_or_else(missing)?;
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(gz).read_to_string(&mut text).map_err(io)?;
+        return Ok(text);
+    }
     let gz = path.extension().is_some_and(|e| e == "gz");
     let (path, gz) = if !gz && !path.exists() {
         let mut p = path.as_os_str().to_owned();

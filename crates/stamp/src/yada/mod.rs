@@ -75,9 +75,10 @@ use mesh::el;
 use order::StampHeap;
 use refine::Scratch;
 
-/// Where the inputs shipped with this crate are (`data/yada/`).
+/// The path of a mesh shipped with this crate (`data/yada/`: `633.2` and
+/// `ttimeu10000.2`), embedded in the binary: see [`crate::shipped`].
 pub fn shipped_input(name: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/yada")).join(name)
+    PathBuf::from(format!("{}{name}", crate::shipped::PREFIX))
 }
 
 /// The application (see the [module docs](self)).
