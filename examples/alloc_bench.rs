@@ -21,6 +21,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 use skelaff_bench_support::alloc_workloads as workloads;
+use skelaff_bench_support::median;
 
 use workloads::{DynAlloc, NAMES};
 
@@ -158,10 +159,4 @@ fn row(name: &str, threads: usize, rates: &[f64]) -> Value {
         "numa_over_system": numa / system,
         "numa_over_mimalloc": numa / mimalloc,
     })
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[s.len() / 2]
 }

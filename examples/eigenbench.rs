@@ -41,6 +41,7 @@ use clap::Parser;
 use serde::Serialize;
 use skelaff::numa;
 use skelaff::stm::{self, AbortReason, Assist, Config, Mode, Stats, TVar, Throttle, TxOps};
+use skelaff_bench_support::median;
 
 /// How a run's transactions are assisted (`--assist`): plain, or with an
 /// auxiliary thread and a set of throttling levers (each lever alone, so
@@ -90,10 +91,12 @@ impl FromStr for AssistMode {
     type Err = stm::ConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::NAMES.iter().position(|n| *n == s).map(|i| Self::MODES[i]).ok_or_else(|| stm::ConfigError::UnknownName {
-            what: "assist mode",
-            given: s.to_owned(),
-            allowed: Self::NAMES,
+        Self::NAMES.iter().position(|n| *n == s).map(|i| Self::MODES[i]).ok_or_else(|| {
+            stm::ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+                what: "assist mode",
+                given: s.to_owned(),
+                allowed: Self::NAMES,
+            })
         })
     }
 }
@@ -528,12 +531,6 @@ impl fmt::Display for Report {
         }
         Ok(())
     }
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> ExitCode {

@@ -39,7 +39,7 @@ use skelaff::worklist::{
     Builder, HelperFigures, HelperPlace, HelperSite, Helpers, ProcessCtx, RunReport, Skeleton, WorkerInfo,
 };
 
-use skelaff_bench_support::chase;
+use skelaff_bench_support::{chase, median};
 
 /// The applications' allocations follow each worker's page policy, as in
 /// `skelaff run`: the STAMP figures are then those of the CLI's runs (with
@@ -80,11 +80,6 @@ struct Args {
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Every helper's figures of a run, summed (zeros when no helper ran).
@@ -185,14 +180,14 @@ fn chase_figures(args: &Args) -> Result<Value, String> {
         return Err("the chase's result differs with helpers on".to_owned());
     }
     let hops_per_run = args.units as f64 * f64::from(args.hops);
-    let base = median(times[0].clone());
+    let base = median(&times[0]);
     println!(
         "{:>22} {:>9} {:>8} {:>9} {:>10} {:>10} {:>10} {:>12}",
         "one worker", "ns/hop", "off/this", "shadowed", "completed", "overtaken", "lifespan", "prefetched"
     );
     let mut rows = Vec::new();
     for (i, (name, _)) in configs.iter().enumerate() {
-        let m = median(times[i].clone());
+        let m = median(&times[i]);
         let r = last[i].as_ref().expect("ran");
         let ns = m * 1e9 / hops_per_run;
         let h = helpers_total(r);
@@ -306,9 +301,9 @@ fn idle_figures(args: &Args) -> Value {
                 last[i] = Some(r);
             }
         }
-        let base = median(times[0].clone());
+        let base = median(&times[0]);
         for (i, (name, _)) in policies.iter().enumerate() {
-            let m = median(times[i].clone());
+            let m = median(&times[i]);
             let r = last[i].as_ref().expect("ran");
             let h = helpers_total(r);
             let cpu = h.task_clock_ns.unwrap_or(0) as f64 / (r.wall.as_secs_f64() * 1e9) * 100.0;
@@ -393,10 +388,10 @@ fn stamp_figures(args: &Args) -> Result<Value, String> {
                 }
             }
         }
-        let (off, idle, on) = (median(t[0].clone()), median(t[1].clone()), median(t[2].clone()));
+        let (off, idle, on) = (median(&t[0]), median(&t[1]), median(&t[2]));
         // The median of each round's own ratio: what runs back to back
         // say, free of drift between rounds.
-        let paired = |a: usize, b: usize| median(t[a].iter().zip(&t[b]).map(|(x, y)| x / y).collect());
+        let paired = |a: usize, b: usize| median(&t[a].iter().zip(&t[b]).map(|(x, y)| x / y).collect::<Vec<_>>());
         let (off_on, off_idle, idle_on) = (paired(0, 2), paired(0, 1), paired(1, 2));
         let r = last.ok_or_else(|| format!("{}: no report", app.name))?;
         let h = helpers_total(&r);

@@ -22,12 +22,12 @@
 //! default period.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
 use serde_json::json;
 use skelaff::locality::Sampling;
 use skelaff::stamp::{self, CommonArgs};
+use skelaff_bench_support::median_duration;
 
 /// The applications' allocations follow each worker's page policy, as in `skelaff run`.
 #[global_allocator]
@@ -55,11 +55,6 @@ struct Args {
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort_unstable();
-    v[v.len() / 2]
 }
 
 fn main() -> ExitCode {
@@ -133,9 +128,9 @@ fn main() -> ExitCode {
                 busys.push(outcome.report.as_ref().map_or(outcome.time, |r| r.workers.iter().map(|w| w.busy).sum()));
             }
         }
-        let (off_t, on_t) = (median(t_off), median(t_on));
-        let (off_w, on_w) = (median(w_off), median(w_on));
-        let (off_b, on_b) = (median(b_off), median(b_on));
+        let (off_t, on_t) = (median_duration(&t_off), median_duration(&t_on));
+        let (off_w, on_w) = (median_duration(&w_off), median_duration(&w_on));
+        let (off_b, on_b) = (median_duration(&b_off), median_duration(&b_on));
         let busy_ratio = on_b.as_secs_f64() / off_b.as_secs_f64().max(1e-9);
         let ratio = on_t.as_secs_f64() / off_t.as_secs_f64().max(1e-9);
         let wall_ratio = on_w.as_secs_f64() / off_w.as_secs_f64().max(1e-9);

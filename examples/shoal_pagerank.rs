@@ -23,10 +23,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use shoal::{TeamRunner, Variant, VariantFigures, median, print_table};
+use shoal::{TeamRunner, Variant, VariantFigures, print_table};
 use skelaff::arrays::workloads::pagerank::{ArraysPageRank, RankAgreement, VecPageRank};
 use skelaff::arrays::workloads::{Graph, Runner};
 use skelaff::arrays::{LargePages, Partition};
+use skelaff_bench_support::median;
 
 /// PageRank over Shoal arrays beside plain Vecs.
 #[derive(Parser, Debug)]

@@ -22,12 +22,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use shoal::{TeamRunner, Variant, VariantFigures, median, print_table};
+use shoal::{TeamRunner, Variant, VariantFigures, print_table};
 use skelaff::arrays::workloads::streamcluster::{
     ArrayPoints, ClusterAgreement, Params, PointStore, Streamcluster, VecPoints,
 };
 use skelaff::arrays::workloads::{ArrayReport, Runner};
 use skelaff::arrays::{LargePages, Partition};
+use skelaff_bench_support::median;
 
 /// Streamcluster's pgain over Shoal arrays beside plain Vecs.
 #[derive(Parser, Debug)]

@@ -16,7 +16,7 @@ use clap::Parser;
 use serde_json::json;
 use skelaff::worklist::Distribution;
 
-use skelaff_bench_support::overhead;
+use skelaff_bench_support::{median_duration, overhead};
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -32,11 +32,6 @@ struct Args {
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort_unstable();
-    v[v.len() / 2]
 }
 
 fn main() -> ExitCode {
@@ -64,7 +59,8 @@ fn main() -> ExitCode {
             times[3].push(overhead::skelaff(args.units, t, Distribution::Shared));
         }
         let names = ["crossbeam-deque loop", "rayon par_iter", "skelaff (per-node)", "skelaff (shared queue)"];
-        let ns: Vec<f64> = times.into_iter().map(|v| median(v).as_secs_f64() * 1e9 / args.units as f64).collect();
+        let ns: Vec<f64> =
+            times.into_iter().map(|v| median_duration(&v).as_secs_f64() * 1e9 / args.units as f64).collect();
         for (name, n) in names.iter().zip(&ns) {
             println!("{t:>7} {name:>22} {n:>12.1} {:>10.2}x", n / ns[0]);
         }

@@ -22,6 +22,7 @@
 //! SpMVs, peer SpMVs and triad passes are interleaved in `--rounds` rounds,
 //! so a burst of load from elsewhere on a shared machine hits all of them.
 
+use skelaff_bench_support::median;
 use skelaff_bench_support::spmv_peers as peers;
 
 use std::path::PathBuf;
@@ -78,15 +79,6 @@ struct Args {
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 }
 }
 
 fn max_rel_err(got: &[f64], want: &[f64]) -> f64 {
@@ -195,7 +187,7 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         }
     }
     let best_of = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let (med, best) = (median(t_op.clone()), best_of(&t_op));
+    let (med, best) = (median(&t_op), best_of(&t_op));
     let err = max_rel_err(&y, &want);
     let correct = err <= 1e-12;
     let bytes = op.model_bytes() as f64;
@@ -210,7 +202,7 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     if let Some((_, ys, na)) = &peers {
         let s_ok = max_rel_err(ys, &want) <= 1e-12;
         let n_ok = max_rel_err(na.y(), &want) <= 1e-12;
-        for (peer, t, ok) in [("sprs", median(t_sprs), s_ok), ("nalgebra-sparse", median(t_na), n_ok)] {
+        for (peer, t, ok) in [("sprs", median(&t_sprs), s_ok), ("nalgebra-sparse", median(&t_na), n_ok)] {
             peer_lines.push(format!(
                 "  {peer:<16} {:9.3} ms  {:6.2} GB/s  skelaff is {:.2}x faster{}",
                 t * 1e3,

@@ -1,5 +1,5 @@
 //! What the two Shoal examples share: the `--arrays` names, the spmv
-//! `Team` as the workloads' runner, medians, and the per-variant figures.
+//! `Team` as the workloads' runner and the per-variant figures.
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,10 +24,12 @@ impl FromStr for Variant {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "vec" => Ok(Variant::Vec),
-            other => other.parse::<Choice>().map(Variant::Arrays).map_err(|_| skelaff::arrays::Error::UnknownName {
-                what: "--arrays value",
-                given: s.to_owned(),
-                allowed: VARIANT_NAMES,
+            other => other.parse::<Choice>().map(Variant::Arrays).map_err(|_| {
+                skelaff::arrays::Error::UnknownName(skelaff_numa_alloc::UnknownName {
+                    what: "--arrays value",
+                    given: s.to_owned(),
+                    allowed: VARIANT_NAMES,
+                })
             }),
         }
     }
@@ -63,16 +65,6 @@ impl Runner for TeamRunner {
     }
     fn run(&self, job: &(dyn Fn(usize) + Sync)) {
         self.team.run(|ctx| job(ctx.index()));
-    }
-}
-
-pub(crate) fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 

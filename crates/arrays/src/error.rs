@@ -8,15 +8,8 @@ use crate::bytes::Bytes;
 pub enum Error {
     /// A name (implementation, access pattern, large-page setting) that is
     /// not one of the known ones.
-    #[error("unknown {what} `{given}`; expected one of: {}", allowed.join(", "))]
-    UnknownName {
-        /// What kind of name it was.
-        what: &'static str,
-        /// The name given.
-        given: String,
-        /// The names allowed.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
     /// An array of no elements.
     #[error("an array must have at least one element (got a length of 0)")]
     ZeroLength,

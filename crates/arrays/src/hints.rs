@@ -34,7 +34,11 @@ pub enum AccessPattern {
 }
 
 fn unknown_pattern(given: &str) -> Error {
-    Error::UnknownName { what: "access pattern", given: given.to_owned(), allowed: AccessPattern::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "access pattern",
+        given: given.to_owned(),
+        allowed: AccessPattern::VARIANTS,
+    })
 }
 
 /// What the program says about an array's accesses (the paper's §3 and
@@ -130,7 +134,11 @@ pub enum Implementation {
 }
 
 fn unknown_implementation(given: &str) -> Error {
-    Error::UnknownName { what: "array implementation", given: given.to_owned(), allowed: Implementation::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "array implementation",
+        given: given.to_owned(),
+        allowed: Implementation::VARIANTS,
+    })
 }
 
 /// Which implementation to use: chosen from the hints, or fixed.
@@ -166,7 +174,11 @@ pub enum Choice {
 }
 
 fn unknown_choice(given: &str) -> Error {
-    Error::UnknownName { what: "array implementation", given: given.to_owned(), allowed: Choice::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "array implementation",
+        given: given.to_owned(),
+        allowed: Choice::VARIANTS,
+    })
 }
 
 impl Choice {
@@ -225,7 +237,11 @@ pub enum LargePages {
 }
 
 fn unknown_large_pages(given: &str) -> Error {
-    Error::UnknownName { what: "large-page setting", given: given.to_owned(), allowed: LargePages::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "large-page setting",
+        given: given.to_owned(),
+        allowed: LargePages::VARIANTS,
+    })
 }
 
 #[cfg(test)]

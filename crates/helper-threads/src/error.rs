@@ -36,13 +36,6 @@ pub enum ConfigError {
     #[error("adaptive sampling period must be at least 1 (every n-th unit is sampled); got 0")]
     SamplePeriod,
     /// An unknown name for a setting given as text.
-    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
-    UnknownName {
-        /// The setting.
-        what: &'static str,
-        /// What was given.
-        given: String,
-        /// The allowed names.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
 }

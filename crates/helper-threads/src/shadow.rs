@@ -48,7 +48,11 @@ pub enum Prefetch {
 
 fn unknown_prefetch(given: &str) -> ConfigError {
     use strum::VariantNames;
-    ConfigError::UnknownName { what: "prefetch mode", given: given.to_owned(), allowed: Prefetch::VARIANTS }
+    ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "prefetch mode",
+        given: given.to_owned(),
+        allowed: Prefetch::VARIANTS,
+    })
 }
 
 #[inline(always)]

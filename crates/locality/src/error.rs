@@ -5,15 +5,8 @@
 #[non_exhaustive]
 pub enum Error {
     /// A name (scheme, machine, attribution) that is not one of the known ones.
-    #[error("unknown {what} `{given}`; expected one of: {}", allowed.join(", "))]
-    UnknownName {
-        /// What kind of name it was.
-        what: &'static str,
-        /// The name given.
-        given: String,
-        /// The names allowed.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
     /// A machine description that cannot be used.
     #[error("invalid machine `{machine}`: {reason}")]
     InvalidMachine {

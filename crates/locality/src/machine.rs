@@ -54,7 +54,11 @@ pub enum PaperMachine {
 }
 
 fn unknown_paper_machine(given: &str) -> Error {
-    Error::UnknownName { what: "machine", given: given.to_owned(), allowed: MACHINE_NAMES }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "machine",
+        given: given.to_owned(),
+        allowed: MACHINE_NAMES,
+    })
 }
 
 /// What [`Machine::from_str`] accepts.

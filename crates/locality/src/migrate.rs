@@ -198,7 +198,22 @@ impl Migrator {
         page_size: u64,
         start: Instant,
     ) -> Result<Migrator> {
-        Migrator::spawn(board, rule, nodes, page_size, start)
+        let Epoch::Time { ns } = rule.epoch else {
+            return Err(Error::Migration {
+                reason: "its epoch must be a time (Epoch::Time); sample-count epochs are for modelling".into(),
+            });
+        };
+        let epoch = Duration::from_nanos(ns.max(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("skelaff-migrator".into())
+            .spawn(move || {
+                let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start };
+                run(&board, &job, &flag)
+            })
+            .map_err(Error::io("spawning the migration thread"))?;
+        Ok(Migrator { stop, handle: Some(handle), page_size, oracle: None })
     }
 
     /// Oracle_High applied for real, once, from a first profiling stretch
@@ -269,31 +284,6 @@ impl Migrator {
             }
         };
         Ok(Migrator { stop, handle, page_size, oracle: Some((task, board)) })
-    }
-
-    fn spawn(
-        board: Arc<SampleBoard>,
-        rule: MigrationRule,
-        nodes: usize,
-        page_size: u64,
-        start: Instant,
-    ) -> Result<Migrator> {
-        let Epoch::Time { ns } = rule.epoch else {
-            return Err(Error::Migration {
-                reason: "its epoch must be a time (Epoch::Time); sample-count epochs are for modelling".into(),
-            });
-        };
-        let epoch = Duration::from_nanos(ns.max(1));
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("skelaff-migrator".into())
-            .spawn(move || {
-                let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start };
-                run(&board, &job, &flag)
-            })
-            .map_err(Error::io("spawning the migration thread"))?;
-        Ok(Migrator { stop, handle: Some(handle), page_size, oracle: None })
     }
 
     /// Stops the thread after its current epoch and returns its log. The
@@ -389,7 +379,7 @@ fn run(board: &SampleBoard, job: &Job, stop: &AtomicBool) -> Result<MigrationLog
         next += epoch;
         log.epochs += 1;
         let began = Instant::now();
-        let _had_samples = move_hottest(board, nodes, page_size, pages, start, &mut log)?;
+        move_hottest(board, nodes, page_size, pages, start, &mut log)?;
         log.work_ns += began.elapsed().as_nanos() as u64;
     }
     log.dropped_samples = board.dropped().saturating_sub(dropped_before);

@@ -83,11 +83,6 @@ impl PageIndex {
         &self.pages
     }
 
-    /// The distinct pages, ascending, without a copy.
-    pub fn into_pages(self) -> Vec<u64> {
-        self.pages
-    }
-
     /// The position in [`pages`](Self::pages) of the page of the profile's
     /// access number `access`; `None` past the accesses indexed.
     pub fn page_of(&self, access: usize) -> Option<usize> {

@@ -43,7 +43,11 @@ pub enum AccessKind {
 
 fn unknown_kind(given: &str) -> Error {
     use strum::VariantNames;
-    Error::UnknownName { what: "access kind", given: given.to_owned(), allowed: AccessKind::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "access kind",
+        given: given.to_owned(),
+        allowed: AccessKind::VARIANTS,
+    })
 }
 
 /// One sampled access.
@@ -149,7 +153,11 @@ pub enum Attribution {
 
 fn unknown_attribution(given: &str) -> Error {
     use strum::VariantNames;
-    Error::UnknownName { what: "attribution", given: given.to_owned(), allowed: Attribution::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "attribution",
+        given: given.to_owned(),
+        allowed: Attribution::VARIANTS,
+    })
 }
 
 /// What a profile says about itself.

@@ -44,7 +44,11 @@ pub enum RowKind {
 
 fn unknown_row_kind(given: &str) -> crate::Error {
     use strum::VariantNames;
-    crate::Error::UnknownName { what: "row kind", given: given.to_owned(), allowed: RowKind::VARIANTS }
+    crate::Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "row kind",
+        given: given.to_owned(),
+        allowed: RowKind::VARIANTS,
+    })
 }
 
 /// One scheme's figures on a profile.

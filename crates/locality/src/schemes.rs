@@ -72,7 +72,11 @@ pub enum Scheme {
 
 fn unknown_scheme(given: &str) -> Error {
     use strum::VariantNames;
-    Error::UnknownName { what: "scheme", given: given.to_owned(), allowed: Scheme::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "scheme",
+        given: given.to_owned(),
+        allowed: Scheme::VARIANTS,
+    })
 }
 
 impl Scheme {

@@ -4,6 +4,29 @@ pub use crate::sets::SetError;
 use crate::sets::{CpuSet, NodeSet};
 pub use crate::sys::SysError;
 
+/// A name that is not one of those allowed: a setting given as text (a
+/// thread mapping, a page policy, a scheme, an assist mode, ...). The one
+/// type behind every skelaff crate's `UnknownName` error variant, so that a
+/// caller matches it the same way whichever crate refused the name.
+///
+/// ```
+/// use skelaff_numa_alloc::{Error, UnknownName};
+///
+/// let e = "sideways".parse::<skelaff_numa_alloc::Policy>().unwrap_err();
+/// assert!(matches!(&e, Error::UnknownName(UnknownName { what: "page policy", given, .. }) if given == "sideways"));
+/// assert!(e.to_string().starts_with("unknown page policy `sideways`; expected one of: "), "{e}");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
+pub struct UnknownName {
+    /// What the name names.
+    pub what: &'static str,
+    /// The name given.
+    pub given: String,
+    /// The names allowed.
+    pub allowed: &'static [&'static str],
+}
+
 /// What went wrong, and what would have been allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -147,15 +170,8 @@ pub enum Error {
     },
     /// A name that is not one of those allowed (a thread mapping, a page
     /// policy).
-    #[error("unknown {what} `{given}`; expected one of: {}", allowed.join(", "))]
-    UnknownName {
-        /// What the name names.
-        what: &'static str,
-        /// The name given.
-        given: String,
-        /// The names allowed.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] UnknownName),
     /// Text that does not parse.
     #[error("cannot parse `{input}`: {reason}")]
     Parse {

@@ -2,7 +2,7 @@
 
 use strum::VariantNames;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UnknownName};
 use crate::sets::CpuSet;
 use crate::sys;
 use crate::topology::Topology;
@@ -146,7 +146,7 @@ pub fn current_node() -> Result<usize> {
 /// assert_eq!("compact".parse::<Mapping>()?, Mapping::Compact);
 /// assert_eq!(Mapping::Scatter.to_string(), "scatter");
 /// let e = "sideways".parse::<Mapping>().unwrap_err();
-/// assert!(matches!(e, Error::UnknownName { .. }));
+/// assert!(matches!(e, Error::UnknownName(skelaff_numa_alloc::UnknownName { .. })));
 /// assert_eq!(e.to_string(), "unknown thread mapping `sideways`; expected one of: scatter, compact");
 /// # Ok::<(), Error>(())
 /// ```
@@ -177,7 +177,7 @@ pub enum Mapping {
 
 /// The error of a name that is no [`Mapping`].
 fn unknown_mapping(given: &str) -> Error {
-    Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: Mapping::VARIANTS }
+    Error::UnknownName(UnknownName { what: "thread mapping", given: given.to_owned(), allowed: Mapping::VARIANTS })
 }
 
 /// Where one worker runs. (Where its helper thread runs is the
@@ -364,7 +364,11 @@ mod tests {
         assert_eq!(Mapping::Scatter.plan(&t, 0).unwrap_err(), Error::ZeroThreads);
         assert_eq!(
             "sideways".parse::<Mapping>().unwrap_err(),
-            Error::UnknownName { what: "thread mapping", given: "sideways".into(), allowed: &["scatter", "compact"] }
+            Error::UnknownName(UnknownName {
+                what: "thread mapping",
+                given: "sideways".into(),
+                allowed: &["scatter", "compact"]
+            })
         );
         for m in [Mapping::Scatter, Mapping::Compact] {
             assert_eq!(m.to_string().parse::<Mapping>().unwrap(), m);

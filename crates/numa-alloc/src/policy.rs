@@ -3,7 +3,7 @@
 use core::fmt;
 use core::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UnknownName};
 use crate::sets::NodeSet;
 use crate::sys;
 use crate::topology::Topology;
@@ -368,7 +368,11 @@ impl FromStr for Policy {
                 Ok(Policy::Cyclic { nodes: nodes(arg)?, block })
             }
             "first-touch" | "firsttouch" | "default" | "local" => Err(err(FORMS)),
-            _ => Err(Error::UnknownName { what: "page policy", given: name.to_owned(), allowed: Policy::NAMES }),
+            _ => Err(Error::UnknownName(UnknownName {
+                what: "page policy",
+                given: name.to_owned(),
+                allowed: Policy::NAMES,
+            })),
         }
     }
 }
@@ -433,7 +437,10 @@ mod tests {
             assert!(bad.parse::<Policy>().is_err(), "{bad} should not parse");
         }
         let e = "weird:0".parse::<Policy>().unwrap_err();
-        assert_eq!(e, Error::UnknownName { what: "page policy", given: "weird".into(), allowed: Policy::NAMES });
+        assert_eq!(
+            e,
+            Error::UnknownName(UnknownName { what: "page policy", given: "weird".into(), allowed: Policy::NAMES })
+        );
         assert!(e.to_string().ends_with("expected one of: first-touch, local, bind, preferred, interleave, cyclic"));
         assert!(matches!("local:1".parse::<Policy>().unwrap_err(), Error::Parse { .. }));
         for p in [

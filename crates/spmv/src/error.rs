@@ -141,15 +141,8 @@ pub enum Error {
     },
     /// A name (class, schedule, placement, split, kernel level, ...) that is
     /// not one of the names allowed.
-    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
-    UnknownName {
-        /// What kind of name was expected.
-        what: &'static str,
-        /// The name given.
-        given: String,
-        /// The names allowed.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
     /// A thread of the team panicked; the team cannot run more work.
     #[error("a team thread panicked earlier; the team is poisoned and must be rebuilt")]
     TeamPoisoned,
@@ -291,7 +284,7 @@ pub enum MmErrorKind {
 impl Error {
     /// An [`Error::UnknownName`] for `given`, which is not among `allowed`.
     pub(crate) fn unknown_name(what: &'static str, given: &str, allowed: &'static [&'static str]) -> Error {
-        Error::UnknownName { what, given: given.to_owned(), allowed }
+        Error::UnknownName(skelaff_numa_alloc::UnknownName { what, given: given.to_owned(), allowed })
     }
 }
 

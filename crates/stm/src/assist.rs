@@ -53,7 +53,11 @@ pub enum Assist {
 }
 
 fn unknown_assist(given: &str) -> ConfigError {
-    ConfigError::UnknownName { what: "assist mode", given: given.to_owned(), allowed: Assist::VARIANTS }
+    ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "assist mode",
+        given: given.to_owned(),
+        allowed: Assist::VARIANTS,
+    })
 }
 
 /// The throttling levers of assisted execution, each on its own switch
@@ -127,7 +131,11 @@ pub enum AuxPlacement {
 }
 
 fn unknown_placement(given: &str) -> ConfigError {
-    ConfigError::UnknownName { what: "auxiliary placement", given: given.to_owned(), allowed: AuxPlacement::VARIANTS }
+    ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "auxiliary placement",
+        given: given.to_owned(),
+        allowed: AuxPlacement::VARIANTS,
+    })
 }
 
 /// Where the calling thread's auxiliary runs.

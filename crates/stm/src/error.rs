@@ -173,15 +173,8 @@ pub enum TxError {
 pub enum ConfigError {
     /// A name that is not one of the allowed ones (a contention manager
     /// given as text).
-    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
-    UnknownName {
-        /// What the name was for.
-        what: &'static str,
-        /// The name given.
-        given: String,
-        /// The names allowed.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
 }
 
 /// The access sampler could not do what was asked.

@@ -78,7 +78,6 @@ mod imp {
 
         /// Calls `f` with a pointer for shared access.
         #[inline(always)]
-        #[allow(dead_code)] // the runtime only needs exclusive access today
         pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
             f(self.0.get())
         }

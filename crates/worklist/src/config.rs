@@ -59,11 +59,19 @@ pub enum Helpers {
 }
 
 fn unknown_policy(given: &str) -> Error {
-    Error::UnknownName { what: "page policy", given: given.to_owned(), allowed: PagePolicy::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "page policy",
+        given: given.to_owned(),
+        allowed: PagePolicy::VARIANTS,
+    })
 }
 
 fn unknown_helpers(given: &str) -> Error {
-    Error::UnknownName { what: "helpers setting", given: given.to_owned(), allowed: Helpers::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "helpers setting",
+        given: given.to_owned(),
+        allowed: Helpers::VARIANTS,
+    })
 }
 
 /// Whether the workers' transactions run assisted (STM²): an auxiliary
@@ -114,7 +122,11 @@ impl TxAssist {
 }
 
 fn unknown_tx_assist(given: &str) -> Error {
-    Error::UnknownName { what: "assist setting", given: given.to_owned(), allowed: TxAssist::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "assist setting",
+        given: given.to_owned(),
+        allowed: TxAssist::VARIANTS,
+    })
 }
 
 /// How to run a worklist: adjust the defaults, then [`build`](Builder::build).
@@ -336,7 +348,17 @@ mod tests {
         assert_eq!("on".parse::<Helpers>().unwrap(), Helpers::On);
         assert_eq!(ThreadMapping::None.to_string(), "none");
         let e = "sometimes".parse::<Helpers>().unwrap_err();
-        assert!(matches!(e, Error::UnknownName { what: "helpers setting", allowed: ["auto", "on", "off"], .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::UnknownName(skelaff_numa_alloc::UnknownName {
+                    what: "helpers setting",
+                    allowed: ["auto", "on", "off"],
+                    ..
+                })
+            ),
+            "{e}"
+        );
         assert_eq!(e.to_string(), "unknown helpers setting `sometimes`; expected one of: auto, on, off");
     }
 }

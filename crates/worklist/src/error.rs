@@ -9,15 +9,8 @@ pub enum Error {
     ZeroThreads,
     /// A name that is not one of the allowed ones (a mapping, a page
     /// policy, a helpers setting, a distribution given as text).
-    #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
-    UnknownName {
-        /// What the name was for.
-        what: &'static str,
-        /// The name given.
-        given: String,
-        /// The names allowed.
-        allowed: &'static [&'static str],
-    },
+    #[error(transparent)]
+    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
     /// The placement laid out a different number of threads than asked.
     #[error("the placement `{placement}` laid out {got} workers; {asked} were asked for")]
     Placement {

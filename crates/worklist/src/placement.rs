@@ -43,7 +43,11 @@ pub enum ThreadMapping {
 }
 
 fn unknown_mapping(given: &str) -> Error {
-    Error::UnknownName { what: "thread mapping", given: given.to_owned(), allowed: ThreadMapping::VARIANTS }
+    Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "thread mapping",
+        given: given.to_owned(),
+        allowed: ThreadMapping::VARIANTS,
+    })
 }
 
 /// How good a helper's CPU is for prefetching into its worker's cache.

@@ -46,7 +46,11 @@ pub enum Distribution {
 }
 
 fn unknown_distribution(given: &str) -> crate::error::Error {
-    crate::error::Error::UnknownName { what: "distribution", given: given.to_owned(), allowed: &["shared", "per-node"] }
+    crate::error::Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "distribution",
+        given: given.to_owned(),
+        allowed: &["shared", "per-node"],
+    })
 }
 
 /// A worker's end of the pool.

@@ -345,9 +345,15 @@ fn configuration_errors_and_text_forms() {
     assert!(matches!(Builder::new().threads(0).build(&skel, &shared), Err(Error::ZeroThreads)));
     assert_eq!("first-touch".parse::<PagePolicy>().unwrap(), PagePolicy::FirstTouch);
     let e = "sideways".parse::<PagePolicy>().unwrap_err();
-    assert!(matches!(&e, Error::UnknownName { what: "page policy", given, .. } if given == "sideways"), "{e}");
+    assert!(
+        matches!(&e, Error::UnknownName(skelaff_numa_alloc::UnknownName { what: "page policy", given, .. }) if given == "sideways"),
+        "{e}"
+    );
     assert!(e.to_string().contains("auto, first-touch, bind, cyclic, interleave"), "{e}");
-    assert!(matches!("x".parse::<ThreadMapping>(), Err(Error::UnknownName { what: "thread mapping", .. })));
+    assert!(matches!(
+        "x".parse::<ThreadMapping>(),
+        Err(Error::UnknownName(skelaff_numa_alloc::UnknownName { what: "thread mapping", .. }))
+    ));
     assert_eq!("shared".parse::<Distribution>().unwrap(), Distribution::Shared);
     assert_eq!("pernode".parse::<Distribution>().unwrap(), Distribution::PerNode);
     assert_eq!(Distribution::PerNode.to_string(), "per-node");

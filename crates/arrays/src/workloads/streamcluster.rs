@@ -504,11 +504,6 @@ impl<S: PointStore> Streamcluster<S> {
     pub fn store(&self) -> &S {
         &self.store
     }
-
-    /// The total cost of the current assignment (without facility costs).
-    pub fn total_cost(&self) -> f64 {
-        self.store.cost().iter().map(|&c| c as f64).sum()
-    }
 }
 
 /// Whether two runs reached the same clustering.

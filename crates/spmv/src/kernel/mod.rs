@@ -163,6 +163,9 @@ mod tests {
             assert!((f64::from(got) - want).abs() <= 1e-4 * (1.0 + want.abs()), "f32 len {len}: {got} vs {want}");
         }
         assert_eq!(Simd::Portable.to_string(), "portable");
-        assert!(matches!("sse9".parse::<Simd>(), Err(Error::UnknownName { what: "kernel level", .. })));
+        assert!(matches!(
+            "sse9".parse::<Simd>(),
+            Err(Error::UnknownName(skelaff_numa_alloc::UnknownName { what: "kernel level", .. }))
+        ));
     }
 }

@@ -143,7 +143,10 @@ mod tests {
         }
         for unknown in ["", "stat", "fastest,2"] {
             let e = unknown.parse::<Schedule>().unwrap_err();
-            assert!(matches!(e, Error::UnknownName { what: "schedule", .. }), "{unknown}: {e}");
+            assert!(
+                matches!(e, Error::UnknownName(skelaff_numa_alloc::UnknownName { what: "schedule", .. })),
+                "{unknown}: {e}"
+            );
         }
     }
 }
