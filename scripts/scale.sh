@@ -424,8 +424,11 @@ stamp_app() { # app deadline
     # a tiny calibration run's wall time is mostly noise.
     scale=$(calc "$LAST_WALL / $cref_wall")
     holds "$scale >= 0.1" || scale=0.100
-    # The largest size whose matrix fits four fifths of the time left.
-    avail=$(calc "0.8 * ($app_deadline - $(now))")
+    # The largest size whose matrix fits four fifths of the time left (half
+    # with --quick, whose calibration run takes milliseconds: noise).
+    share=0.8
+    [ "$QUICK" = false ] || share=0.5
+    avail=$(calc "$share * ($app_deadline - $(now))")
     level=$cal why="" skipped=""
     for l in $levels; do
         stamp_level "$app" "$l"
