@@ -23,6 +23,15 @@ export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=0
 # As root, mpirun needs these two variables (the tests also pass --allow-run-as-root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 step cargo fmt --all -- --check
+# The scaling sweep (scripts/scale.sh) parses, and docs/scaling/ is what the page
+# generator makes of the committed sweep's JSON. The sweep itself needs a release
+# build: the README's "Scaling sweep on another machine" names its check.
+step sh -n scripts/scale.sh
+if command -v python3 >/dev/null 2>&1; then
+    step python3 scripts/scaling-page.py docs/scaling/scale.json docs/scaling --check
+else
+    echo "== test.sh: no python3: the scaling page's check is skipped"
+fi
 # Lints, every target of every package, with the feature `mpi` (the features of the
 # test build below, whose dependencies' checks the docs reuse); then without it, the
 # CLI, whose refusal to run under mpirun is the only code that exists only then.
