@@ -21,5 +21,15 @@ pub use skelaff_locality as locality;
 pub use skelaff_numa_alloc as numa;
 pub use skelaff_spmv as spmv;
 pub use skelaff_stamp as stamp;
-pub use skelaff_stm as stm;
+/// The word-based STM, transactional allocation and collections: all of
+/// [`skelaff_stm`], with `#[derive(Word)]` generating impls that name the
+/// trait as `skelaff::stm::Word`, so a program that depends on `skelaff`
+/// alone can derive it.
+pub mod stm {
+    #[doc(inline)]
+    pub use skelaff_stm::*;
+    /// `#[derive(Word)]` for a field-less enum or a single-field newtype
+    /// over a `Word` (see the [`Word`](trait@Word) trait).
+    pub use skelaff_derive::UmbrellaWord as Word;
+}
 pub use skelaff_worklist as worklist;
