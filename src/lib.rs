@@ -15,6 +15,7 @@
 //! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
 //! - [`locality`]: page-access profiles, footprints, locality figures and the NUCA study's placement schemes.
 //! - [`spmv_args`]: the command-line flags the SpMV binaries share.
+//! - [`performance`]: the performance guide (`docs/performance.md`), no items.
 
 pub mod spmv_args;
 
@@ -36,3 +37,6 @@ pub mod stm {
     pub use skelaff_stm::*;
 }
 pub use skelaff_worklist as worklist;
+
+#[doc = include_str!("../docs/performance.md")]
+pub mod performance {}
