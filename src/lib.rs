@@ -1,5 +1,9 @@
 //! skelaff: NUMA-aware transactional worklists.
 //!
+#![doc = include_str!("../QUICKSTART.md")]
+//!
+//! # The crates
+//!
 //! This umbrella crate re-exports the workspace's crates:
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
@@ -11,7 +15,7 @@
 //! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
 //! - [`locality`]: page-access profiles, footprints, locality figures and the NUCA study's placement schemes.
 //! - [`spmv_args`]: the command-line flags the SpMV binaries share.
-#![doc = ""]
+//! - [`performance`]: the performance guide (`docs/performance.md`), no items.
 
 pub mod spmv_args;
 
@@ -21,5 +25,18 @@ pub use skelaff_locality as locality;
 pub use skelaff_numa_alloc as numa;
 pub use skelaff_spmv as spmv;
 pub use skelaff_stamp as stamp;
-pub use skelaff_stm as stm;
+/// The word-based STM, transactional allocation and collections: all of
+/// [`skelaff_stm`], with `#[derive(Word)]` generating impls that name the
+/// trait as `skelaff::stm::Word`, so a program that depends on `skelaff`
+/// alone can derive it.
+pub mod stm {
+    /// `#[derive(Word)]` for a field-less enum or a single-field newtype
+    /// over a `Word` (see the [`Word`](trait@Word) trait).
+    pub use skelaff_derive::UmbrellaWord as Word;
+    #[doc(inline)]
+    pub use skelaff_stm::*;
+}
 pub use skelaff_worklist as worklist;
+
+#[doc = include_str!("../docs/performance.md")]
+pub mod performance {}

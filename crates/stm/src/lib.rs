@@ -50,6 +50,10 @@ pub mod loom_hooks {
 }
 pub use runtime::thread::in_transaction;
 pub use runtime::tx::Tx;
+/// `#[derive(Word)]`: a field-less enum or a single-field newtype over a
+/// `Word` as one transactional word (see the [`Word`](trait@Word) trait).
+#[cfg(feature = "derive")]
+pub use skelaff_derive::Word;
 pub use stats::Stats;
 pub use tvar::{TVar, lock_addr};
 pub use txops::TxOps;

@@ -86,6 +86,24 @@ impl<T: Word> TVar<T> {
     }
 
     /// Consumes the variable and returns its value.
+    ///
+    /// Owning the variable means no transaction can be using it (a
+    /// transaction borrows every variable it touches until it ends), so
+    /// this needs no synchronization; the same holds for
+    /// [`get_mut`](TVar::get_mut) and [`set_mut`](TVar::set_mut), and for the
+    /// collections' `iter_mut`, `drain` and `into_iter`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::{atomically, TVar, TxOps};
+    ///
+    /// let mut v = TVar::new(1u64);
+    /// atomically(|tx| tx.update(&v, |x| x + 1));
+    /// let x = v.get_mut();
+    /// v.set_mut(x * 10);
+    /// assert_eq!(v.into_inner(), 20);
+    /// ```
     pub fn into_inner(mut self) -> T {
         T::from_word(self.word.get_mut())
     }
@@ -136,6 +154,19 @@ impl<T> TVar<T> {
     /// ```
     pub fn is_locked(&self) -> bool {
         is_locked(self.word.lock().load(Ordering::Acquire))
+    }
+
+    /// The word, through exclusive access (no bound on `T`: for code that
+    /// owns a collection and decodes links itself).
+    #[inline]
+    pub(crate) fn word_mut(&mut self) -> u64 {
+        self.word.get_mut()
+    }
+
+    /// Sets the word through exclusive access (see [`TVar::word_mut`]).
+    #[inline]
+    pub(crate) fn set_word_mut(&mut self, w: u64) {
+        self.word.set_mut(w);
     }
 
     /// The word and its lock, for the runtime.

@@ -18,10 +18,74 @@ use core::ptr::NonNull;
 ///
 /// Implemented for the integers, `f32`/`f64` (by bits), `bool`, `char`,
 /// `()`, the `NonZero` integers and `Option` of them, [`TPtr`] and
-/// `Option<TPtr>`. Implement it for your own small handles (an index
-/// newtype, a packed pair of `u32`).
+/// `Option<TPtr>`. Derive it for your own field-less enums and newtypes
+/// (below), or implement it by hand for anything else that fits in 64 bits
+/// (a packed pair of `u32`). A value larger than a word lives in a heap
+/// object reached through a `TVar<Option<TPtr<T>>>` (see [`TPtr`]).
+///
+/// # Deriving
+///
+/// `#[derive(Word)]` (the feature `derive`, on by default) takes
+///
+/// - an enum whose variants have no fields, with implicit or explicit
+///   discriminants and any `repr` but `u128`/`i128`: the word is the
+///   discriminant. `from_word` of a word that is no variant's discriminant
+///   (a `TVar` never holds one, but a speculative reader may decode
+///   anything) gives the first variant, so decoding is total and can never
+///   make an invalid value;
+/// - a struct with exactly one field (`struct Id(u32)`, `struct Id { raw:
+///   u32 }`, `#[repr(transparent)]` or not) whose type is `Word`: the word is
+///   the field's.
+///
+/// `Word` needs `Copy`: derive `Clone` and `Copy` beside it.
+///
+/// ```
+/// use skelaff_stm::{atomically, TVar, TxOps, Word};
+///
+/// #[derive(Clone, Copy, Debug, PartialEq, Word)]
+/// enum State { Idle, Busy, Done = 10 }
+///
+/// #[derive(Clone, Copy, Debug, PartialEq, Word)]
+/// #[repr(transparent)]
+/// struct AccountId(u32);
+///
+/// let s = TVar::new(State::Idle);
+/// let owner = TVar::new(AccountId(7));
+/// atomically(|tx| {
+///     if tx.read(&s)? == State::Idle {
+///         tx.write(&s, State::Busy)?;
+///         tx.write(&owner, AccountId(8))?;
+///     }
+///     Ok(())
+/// });
+/// assert_eq!((s.load(), owner.load()), (State::Busy, AccountId(8)));
+/// assert_eq!(State::Done.to_word(), 10);
+/// assert_eq!(State::from_word(3), State::Idle); // no variant 3: the first
+/// ```
+///
+/// Anything that is not one word is refused at compile time, with a message
+/// that points at [`TPtr`]:
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy, skelaff_stm::Word)]
+/// struct Transfer { from: u32, to: u32, amount: u64 } // three fields: not one word
+/// ```
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy, skelaff_stm::Word)]
+/// enum Event { Deposit(u64), Close } // a variant with fields
+/// ```
+///
+/// A newtype's field must itself be `Word`:
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy, skelaff_stm::Word)]
+/// struct Name(&'static str);
+/// ```
 ///
 /// # Examples
+///
+/// By hand:
 ///
 /// ```
 /// use skelaff_stm::Word;
@@ -41,6 +105,13 @@ use core::ptr::NonNull;
 /// assert_eq!(Pair::from_word(Pair(7, 9).to_word()), Pair(7, 9));
 /// assert_eq!(f64::from_word((-1.5f64).to_word()), -1.5);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Word`: a `TVar` holds only values that fit in one 64-bit word",
+    label = "not one transactional word",
+    note = "for a field-less enum or a newtype over a `Word`, add `#[derive(Clone, Copy, Word)]`; \
+            for a small value that packs into 64 bits, implement `Word` by hand; \
+            for anything larger, store a pointer to a heap object: `TVar<Option<TPtr<T>>>` (see `TPtr`)"
+)]
 pub trait Word: Copy + 'static {
     /// The word for `self`.
     fn to_word(self) -> u64;

@@ -521,6 +521,9 @@ impl<K, V> fmt::Debug for TBTreeMap<K, V> {
     }
 }
 
+mod owned;
+pub use owned::{BTreeIntoIter, BTreeIterMut};
+
 #[cfg(test)]
 mod tests {
     use super::TBTreeMap;

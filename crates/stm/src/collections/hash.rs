@@ -275,3 +275,6 @@ impl<K, V, S> fmt::Debug for THashMap<K, V, S> {
         f.debug_struct("THashMap").field("buckets", &self.buckets.len()).finish_non_exhaustive()
     }
 }
+
+mod owned;
+pub use owned::{HashIntoIter, HashIterMut};

@@ -217,3 +217,6 @@ impl<K, V> fmt::Debug for TList<K, V> {
         f.debug_struct("TList").field("head", &format_args!("{:#x}", self.head.load_word())).finish_non_exhaustive()
     }
 }
+
+mod owned;
+pub use owned::{ListIntoIter, ListIterMut};

@@ -591,3 +591,6 @@ impl<K, V> fmt::Debug for TMap<K, V> {
         f.debug_struct("TMap").finish_non_exhaustive()
     }
 }
+
+mod owned;
+pub use owned::{MapIntoIter, MapIterMut};

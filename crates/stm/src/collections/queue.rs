@@ -145,3 +145,6 @@ impl<V> fmt::Debug for TQueue<V> {
         f.debug_struct("TQueue").finish_non_exhaustive()
     }
 }
+
+mod owned;
+pub use owned::{QueueIntoIter, QueueIterMut};

@@ -639,6 +639,9 @@ impl<K, V> fmt::Debug for TSkipMap<K, V> {
     }
 }
 
+mod owned;
+pub use owned::{SkipIntoIter, SkipIterMut};
+
 #[cfg(test)]
 mod tests {
     use super::*;
