@@ -28,33 +28,80 @@
 //! policy a worker has and how it takes effect), `pool` (the units and
 //! termination), `skeleton` (what a program implements), `assist` (the
 //! helper hook), `worker` (one worker's loop), `run` (a run from layout to
-//! report, and the builder's `build`), `report` (what a run did, its decisions and helper figures).
+//! report, and the builder's `build`), `report` (what a run did, its decisions and helper figures),
+//! `worker_pool` (the pinned threads that outlive runs, and the
+//! process-wide pools), `crew` (how a pool's parked threads are handed a
+//! run and how its caller learns they are done with it) with its loom
+//! shim `primitive`.
+//!
+//! Runs take their workers from a [`WorkerPool`] whose threads park
+//! between runs: [`Worklist::run`] uses a process-wide pool per layout,
+//! [`Worklist::run_on`] a pool of the caller's, and
+//! [`Worklist::submit`] returns a future for async callers.
 
+// Loom builds (`RUSTFLAGS="--cfg loom"`, `tests/loom_crew.rs`) compile the
+// pool's hand-off and its shim alone: the rest of the crate needs
+// dependencies that loom builds leave out (see Cargo.toml).
+#[cfg(loom)]
+pub mod crew;
+#[cfg(not(loom))]
+#[allow(unreachable_pub)]
+mod crew;
+mod primitive;
+
+#[cfg(not(loom))]
 mod access_profile;
+#[cfg(not(loom))]
 mod affinity;
+#[cfg(not(loom))]
 mod assist;
+#[cfg(not(loom))]
 mod config;
+#[cfg(not(loom))]
 mod error;
+#[cfg(not(loom))]
 mod oracle;
+#[cfg(not(loom))]
 mod page_policy;
+#[cfg(not(loom))]
 mod placement;
+#[cfg(not(loom))]
 mod pool;
+#[cfg(not(loom))]
 mod report;
+#[cfg(not(loom))]
 mod run;
+#[cfg(not(loom))]
 mod skeleton;
+#[cfg(not(loom))]
 mod worker;
+#[cfg(not(loom))]
+mod worker_pool;
 
+#[cfg(not(loom))]
 pub use access_profile::AccessProfile;
+#[cfg(not(loom))]
 pub use affinity::{Affinity, AffinityFigures};
+#[cfg(not(loom))]
 pub use assist::{Assist, NoAssist};
+#[cfg(not(loom))]
 pub use config::{Builder, Helpers, PagePolicy, TxAssist};
+#[cfg(not(loom))]
 pub use error::Error;
+#[cfg(not(loom))]
 pub use oracle::OracleStretch;
+#[cfg(not(loom))]
 pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
+#[cfg(not(loom))]
 pub use pool::Distribution;
+#[cfg(not(loom))]
 pub use report::{
     ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,
     ShadowEnds, TimingFigures, TuningFigures, WorkerReport,
 };
-pub use run::Worklist;
+#[cfg(not(loom))]
+pub use run::{RunFuture, Worklist};
+#[cfg(not(loom))]
 pub use skeleton::{ProcessCtx, Skeleton, WorkerInfo};
+#[cfg(not(loom))]
+pub use worker_pool::WorkerPool;
