@@ -180,16 +180,22 @@ impl WorkerPool {
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
+        let handles = std::mem::take(&mut self.handles);
+        if self.is_member() {
+            // Dropped on one of its own threads (the last owner of a pool
+            // moved into a run's data): that thread cannot wait for the
+            // pool to go idle or join itself. Another thread does both.
+            let crew = self.crew.clone();
+            let _ = std::thread::Builder::new().name("skelaff-pool-drop".into()).spawn(move || {
+                crew.shutdown();
+                for h in handles {
+                    let _ = h.join();
+                }
+            });
+            return;
+        }
         self.crew.shutdown();
-        // A pool dropped on one of its own threads (the last owner of a
-        // pool moved into a job) cannot join that thread: the others are
-        // joined, that one returns from `serve` after its job.
-        let member = self.is_member();
-        let me = std::thread::current().id();
-        for h in self.handles.drain(..) {
-            if member && h.thread().id() == me {
-                continue;
-            }
+        for h in handles {
             let _ = h.join();
         }
     }
