@@ -72,6 +72,13 @@ loom_models() {
         --test loom_assist --target "$host" --no-run --message-format=json-render-diagnostics |
         sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
     [ "$(echo "$bins" | wc -w)" -eq 3 ] || { echo "loom: expected 3 test binaries, got: $bins"; return 1; }
+    # The worker pool's hand-off (crates/worklist/tests/loom_crew.rs, about
+    # 8 s): a loom build of the worklist crate compiles only src/crew.rs and
+    # its shim (its other dependencies are cfg(not(loom))).
+    crew=$(env RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-worklist --test loom_crew --target "$host" --no-run \
+        --message-format=json-render-diagnostics | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+    [ -n "$crew" ] || { echo "loom: no loom_crew test binary"; return 1; }
+    bins="$bins $crew"
     pids=""
     for b in $bins; do
         (cd crates/stm && "$b" -q) &

@@ -157,6 +157,8 @@ pub struct Builder {
     pub(crate) affinity: bool,
     pub(crate) migration: Option<skelaff_locality::MigrationRule>,
     pub(crate) oracle: Option<OracleStretch>,
+    /// Every run creates and joins its own threads (no process-wide pool).
+    pub(crate) per_run_threads: bool,
 }
 
 impl Default for Builder {
@@ -182,6 +184,7 @@ impl Builder {
             affinity: false,
             migration: None,
             oracle: None,
+            per_run_threads: false,
         }
     }
 
@@ -283,6 +286,23 @@ impl Builder {
     /// [`AccessProfile::migration`](crate::AccessProfile::migration).
     pub fn migration(mut self, rule: Option<skelaff_locality::MigrationRule>) -> Self {
         self.migration = rule;
+        self
+    }
+
+    /// Whether [`Worklist::run`](crate::Worklist::run) creates, pins and
+    /// joins its own worker threads in every run (default `false`).
+    ///
+    /// By default a run takes its workers from a process-wide
+    /// [`WorkerPool`](crate::WorkerPool) of its layout (its thread count
+    /// and placement), built at the first run that needs it and kept,
+    /// parked, for the life of the process: later runs with the same
+    /// layout (a service's, kmeans's iterations, genome's phases) skip
+    /// creating and pinning threads. `true` builds a pool for the run and
+    /// drops it (joining its threads) before `run` returns, as every run
+    /// did before pools existed: for comparisons, and for programs that
+    /// want no thread of the skeleton's left between runs.
+    pub fn per_run_threads(mut self, on: bool) -> Self {
+        self.per_run_threads = on;
         self
     }
 

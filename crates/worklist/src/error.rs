@@ -45,4 +45,21 @@ pub enum Error {
         /// What the OS said.
         source: std::io::Error,
     },
+    /// A run given to a [`WorkerPool`](crate::WorkerPool) of another
+    /// size than the builder asked for.
+    #[error("the worker pool has {pool} threads but the worklist was built for {asked}; build it with threads({pool})")]
+    PoolMismatch {
+        /// The pool's threads.
+        pool: usize,
+        /// The threads the builder asked for.
+        asked: usize,
+    },
+    /// A run given, from one of a [`WorkerPool`](crate::WorkerPool)'s own
+    /// threads, to that pool: it would wait for the run its thread is
+    /// serving. [`Worklist::run`](crate::Worklist::run) gives such a run
+    /// fresh threads instead.
+    #[error(
+        "a run given to the worker pool from one of its own threads would wait for itself; use Worklist::run, or another pool"
+    )]
+    NestedRun,
 }

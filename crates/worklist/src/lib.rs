@@ -1,30 +1,68 @@
 #![doc = include_str!("../README.md")]
 
-mod access_profile;
-mod affinity;
-mod assist;
-mod config;
-mod error;
-mod oracle;
-mod page_policy;
-mod placement;
-mod pool;
-mod report;
-mod run;
-mod skeleton;
-mod worker;
+// Loom builds (`RUSTFLAGS="--cfg loom"`, `tests/loom_crew.rs`) compile the
+// pool's hand-off and its shim alone: the rest of the crate needs
+// dependencies that loom builds leave out (see Cargo.toml).
+#[cfg(loom)]
+pub mod crew;
+#[cfg(not(loom))]
+#[allow(unreachable_pub)]
+mod crew;
+mod primitive;
 
+#[cfg(not(loom))]
+mod access_profile;
+#[cfg(not(loom))]
+mod affinity;
+#[cfg(not(loom))]
+mod assist;
+#[cfg(not(loom))]
+mod config;
+#[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
+mod oracle;
+#[cfg(not(loom))]
+mod page_policy;
+#[cfg(not(loom))]
+mod placement;
+#[cfg(not(loom))]
+mod pool;
+#[cfg(not(loom))]
+mod report;
+#[cfg(not(loom))]
+mod run;
+#[cfg(not(loom))]
+mod skeleton;
+#[cfg(not(loom))]
+mod worker;
+#[cfg(not(loom))]
+mod worker_pool;
+
+#[cfg(not(loom))]
 pub use access_profile::AccessProfile;
+#[cfg(not(loom))]
 pub use affinity::{Affinity, AffinityFigures};
+#[cfg(not(loom))]
 pub use assist::{Assist, NoAssist};
+#[cfg(not(loom))]
 pub use config::{Builder, Helpers, PagePolicy, TxAssist};
+#[cfg(not(loom))]
 pub use error::Error;
+#[cfg(not(loom))]
 pub use oracle::OracleStretch;
+#[cfg(not(loom))]
 pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
+#[cfg(not(loom))]
 pub use pool::Distribution;
+#[cfg(not(loom))]
 pub use report::{
     ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,
     ShadowEnds, TimingFigures, TuningFigures, WorkerReport,
 };
-pub use run::Worklist;
+#[cfg(not(loom))]
+pub use run::{RunFuture, Worklist};
+#[cfg(not(loom))]
 pub use skeleton::{ProcessCtx, Skeleton, WorkerInfo};
+#[cfg(not(loom))]
+pub use worker_pool::WorkerPool;

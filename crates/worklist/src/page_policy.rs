@@ -50,3 +50,20 @@ pub(crate) fn set_worker_policy(policy: Policy) -> Result<(), Error> {
 pub(crate) fn numa_alloc_is_global() -> bool {
     NumaAlloc::is_global()
 }
+
+/// Clears the calling worker thread's policy after a run of `policy`, so
+/// that nothing the thread allocates between runs (or in the next run,
+/// before it sets its own) follows this run's policy: the allocator's
+/// thread policy is dropped, and the kernel's (set only when `NumaAlloc`
+/// is not the global allocator) goes back to the default. An error there
+/// is ignored: the next run sets its own policy first thing anyway.
+pub(crate) fn reset_worker_policy(policy: PagePolicy) {
+    alloc::clear_thread_policy();
+    if NumaAlloc::is_global() || policy == PagePolicy::FirstTouch {
+        // A first-touch run (that never switches) left the kernel default.
+        return;
+    }
+    if let Ok(topo) = Topology::get() {
+        let _ = Policy::FirstTouch.set_for_thread(topo);
+    }
+}

@@ -1,12 +1,17 @@
-//! A run: lay the threads out, start the workers (and helpers) inside one
-//! thread scope, join them, and gather the report.
+//! A run: prepare it, hand its workers' part to a [`WorkerPool`]'s parked
+//! threads (the helpers start in a thread scope meanwhile), wait until
+//! every thread is done with it, and gather the report.
 
 use std::any::Any;
 use std::fmt;
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::AtomicBool;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::thread::{Scope, ScopedJoinHandle};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use skelaff_locality::{Migrator, SampleBoard};
@@ -16,20 +21,23 @@ use crate::access_profile::{AccessProfile, MIGRATION_SLOT};
 use crate::affinity::Resolver;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
+use crate::crew::Ticket;
 use crate::error::Error;
 use crate::page_policy;
 use crate::placement::{HelperPlace, HelperSite, Layout};
 use crate::pool::{Pool, Signal, WorkerQueue};
 use crate::report::{ChannelFigures, Decision, HelpersReport, NoHelper, RunReport, WorkerReport};
 use crate::skeleton::{Skeleton, WorkerInfo};
-use crate::worker::{Finish, RunState, worker};
+use crate::worker::{Borrowed, Finish, Held, Hold, Kept, RunState, worker};
+use crate::worker_pool::{WorkerPool, layout_of, per_run_pool, process_pool};
 
 /// A transactional worklist: seed it with units, then [`run`](Worklist::run) it.
 ///
-/// Made by [`Builder::build`]; see [`Skeleton`] for an example.
+/// Made by [`Builder::build`] (borrowing the skeleton and its data) or
+/// [`Builder::build_owned`] (sharing them); see [`Skeleton`] for an example.
 pub struct Worklist<'a, S: Skeleton> {
-    skeleton: &'a S,
-    shared: &'a S::Shared,
+    skeleton: Held<'a, S>,
+    shared: Held<'a, S::Shared>,
     cfg: Builder,
     seeds: Vec<S::Unit>,
 }
@@ -38,14 +46,6 @@ impl<S: Skeleton> fmt::Debug for Worklist<'_, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Worklist").field("config", &self.cfg).field("seeds", &self.seeds.len()).finish()
     }
-}
-
-/// Why a worker did not start; the others were stopped.
-enum Refused {
-    /// The worker's CPU could not be taken (not allowed, or the kernel refused).
-    Pin(skelaff_numa_alloc::Error),
-    /// The OS refused the thread.
-    Thread(usize, std::io::Error),
 }
 
 // The builder's last step lives here, beside what it makes: `config` (the
@@ -57,6 +57,35 @@ impl Builder {
     ///
     /// [`Error::ZeroThreads`].
     pub fn build<'a, S: Skeleton>(self, skeleton: &'a S, shared: &'a S::Shared) -> Result<Worklist<'a, S>, Error> {
+        self.check()?;
+        Ok(Worklist {
+            skeleton: Held::Borrowed(skeleton),
+            shared: Held::Borrowed(shared),
+            cfg: self,
+            seeds: Vec::new(),
+        })
+    }
+
+    /// The worklist for a skeleton and data it shares rather than borrows:
+    /// what [`Worklist::submit`] (an awaited run) needs.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Builder::build).
+    ///
+    /// # Examples
+    ///
+    /// See [`Worklist::submit`].
+    pub fn build_owned<S: Skeleton>(
+        self,
+        skeleton: Arc<S>,
+        shared: Arc<S::Shared>,
+    ) -> Result<Worklist<'static, S>, Error> {
+        self.check()?;
+        Ok(Worklist { skeleton: Held::Owned(skeleton), shared: Held::Owned(shared), cfg: self, seeds: Vec::new() })
+    }
+
+    fn check(&self) -> Result<(), Error> {
         if self.threads == 0 {
             return Err(Error::ZeroThreads);
         }
@@ -86,7 +115,7 @@ impl Builder {
         }
         // The STM's one-time set-up belongs before `run`, not in it.
         skelaff_stm::startup();
-        Ok(Worklist { skeleton, shared, cfg: self, seeds: Vec::new() })
+        Ok(())
     }
 }
 
@@ -144,38 +173,272 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
     }
 
     fn run_inner<A: Assist<S>>(&mut self, assist: &A) -> Result<RunReport, Error> {
-        let cfg = &self.cfg;
-        // Read the topology before any thread is pinned (hwloc may rebind).
-        let topo = Topology::get()?;
-        let threads = cfg.threads;
-        let layout = cfg.placement.place(topo, threads)?;
-        if layout.workers.len() != threads {
-            return Err(Error::Placement {
-                placement: cfg.placement.name(),
-                asked: threads,
-                got: layout.workers.len(),
-            });
+        let layout = layout_of(&self.cfg)?;
+        let mapping = self.cfg.placement.name();
+        if self.cfg.per_run_threads {
+            let pool = per_run_pool(layout, mapping)?;
+            return self.run_pool(&pool, assist);
         }
-        let infos: Vec<WorkerInfo> = layout
-            .workers
-            .iter()
-            .enumerate()
-            .map(|(index, w)| WorkerInfo { index, cpu: w.cpu, node: w.node, threads })
-            .collect();
-        let mut seeds = std::mem::take(&mut self.seeds);
+        let pool = process_pool(layout.clone(), mapping.clone())?;
+        if pool.is_member() {
+            // A nested run on a thread of the pool it would queue on.
+            let fresh = per_run_pool(layout, mapping)?;
+            return self.run_pool(&fresh, assist);
+        }
+        self.run_pool(&pool, assist)
+    }
+
+    /// Runs on the threads of `pool` (see [`WorkerPool`]) rather than on
+    /// the process-wide pool of the builder's layout: the pool's threads,
+    /// placement and layout are used. Otherwise as [`run`](Worklist::run).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Worklist::run); [`Error::PoolMismatch`] if the builder
+    /// asked for another number of threads than the pool has;
+    /// [`Error::NestedRun`] if called on one of `pool`'s own threads
+    /// (the run would wait for itself).
+    ///
+    /// # Examples
+    ///
+    /// See [`WorkerPool`].
+    pub fn run_on(&mut self, pool: &WorkerPool) -> Result<RunReport, Error> {
+        self.run_with_on(pool, &NoAssist)
+    }
+
+    /// [`run_with`](Worklist::run_with) on the threads of `pool`; the
+    /// helper threads are still created and joined by the run.
+    ///
+    /// # Errors
+    ///
+    /// As [`run_on`](Worklist::run_on).
+    pub fn run_with_on<A: Assist<S>>(&mut self, pool: &WorkerPool, assist: &A) -> Result<RunReport, Error> {
+        self.check_pool(pool)?;
+        if pool.is_member() {
+            return Err(Error::NestedRun);
+        }
+        self.run_pool(pool, assist)
+    }
+
+    fn check_pool(&self, pool: &WorkerPool) -> Result<(), Error> {
+        if self.cfg.threads != pool.threads() {
+            return Err(Error::PoolMismatch { pool: pool.threads(), asked: self.cfg.threads });
+        }
+        Ok(())
+    }
+
+    /// One run on `pool`'s threads: prepared here, the workers' part
+    /// handed to the pool (borrowing this frame), the helpers created in a
+    /// thread scope meanwhile, the report gathered once every worker and
+    /// helper is done with the borrowed data.
+    fn run_pool<A: Assist<S>>(&mut self, pool: &WorkerPool, assist: &A) -> Result<RunReport, Error> {
+        let seeds = std::mem::take(&mut self.seeds);
+        let job = RunJob::prepare(Borrowed(&*self.skeleton, &*self.shared), &self.cfg, seeds, pool)?;
+        let places = helper_places(&job.state, self.cfg.helpers, &pool.layout, A::ENABLED);
+        let channels: Vec<A::Channel> = pool.infos.iter().zip(&places).map(|(i, p)| assist.channel(i, *p)).collect();
+        let body = |index: usize| job.work(index, assist, &channels[index], places[index].is_some());
+        let crew_panicked = std::thread::scope(|scope| {
+            let (helpers, panicked) = pool.crew.run_scoped(&body, || {
+                // Helpers come after the workers were given the run, so
+                // that creating them costs the workers nothing (a helper
+                // pins itself); a helper started late only picks up a
+                // later unit.
+                if !A::ENABLED {
+                    return Vec::new();
+                }
+                pool.infos
+                    .iter()
+                    .zip(&channels)
+                    .zip(&places)
+                    .filter_map(|((info, channel), place)| {
+                        place
+                            .filter(|_| assist.start_helper(channel))
+                            .map(|p| spawn_helper(scope, &job.state, *info, p, assist, channel))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for h in helpers.into_iter().flatten() {
+                let _ = h.join();
+            }
+            panicked
+        });
+        let mut report = job.finish(crew_panicked)?;
+        if A::ENABLED {
+            let helpers = &mut report.helpers;
+            for (channel, place) in channels.into_iter().zip(&places) {
+                let ChannelFigures { worker, helper, notes } = assist.figures(channel);
+                helpers.per_worker.push(worker);
+                if let (Some(h), Some(_)) = (helper, place) {
+                    helpers.per_helper.push(h);
+                }
+                for n in notes {
+                    if !helpers.notes.contains(&n) {
+                        helpers.notes.push(n);
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+impl<S> Worklist<'static, S>
+where
+    S: Skeleton + Send + 'static,
+    S::Shared: Send + 'static,
+    S::Unit: 'static,
+{
+    /// Gives the next run to `pool` and returns a future of its report,
+    /// for async callers: nothing blocks, the run starts (after the runs
+    /// queued before it) whether or not the future is polled, and the
+    /// last worker to finish wakes the future's task. The report is
+    /// gathered when the future is polled after that (with an access
+    /// profile, its attribution runs there, and a migration thread is
+    /// joined there). Dropping the future does not cancel the run.
+    ///
+    /// Only a worklist that owns its data (from
+    /// [`Builder::build_owned`], or built over `'static` borrows) can be
+    /// submitted: a future can be forgotten while the run goes on, so the
+    /// run must not borrow anything the caller could free meanwhile. No
+    /// helper threads run ([`Helpers`](crate::Helpers) other than off is
+    /// reported as for [`run`](Worklist::run), as having no
+    /// implementation).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PoolMismatch`] if the builder asked for another number of
+    /// threads than the pool has; [`Error::Profile`] if the migration
+    /// thread cannot start. The run's own errors come from the future.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use skelaff_stm::{TVar, TxError, TxOps};
+    /// use skelaff_worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo, WorkerPool};
+    ///
+    /// struct Add;
+    /// impl Skeleton for Add {
+    ///     type Unit = u64;
+    ///     type Shared = TVar<u64>;
+    ///     type PerWorker = ();
+    ///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
+    ///     fn process<'t, X: TxOps<'t>>(&'t self, tx: &mut X, u: &u64, _: &mut (), t: &'t TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
+    ///         tx.update(t, |v| v + u).map(|_| ())
+    ///     }
+    /// }
+    ///
+    /// let builder = Builder::new().threads(2);
+    /// let pool = WorkerPool::new(&builder)?;
+    /// let total = Arc::new(TVar::new(0));
+    /// let mut wl = builder.build_owned(Arc::new(Add), total.clone())?;
+    /// wl.add_work_units(1..=100);
+    /// let future = wl.submit(&pool)?;
+    /// // Any executor will do; this one blocks the thread it runs on.
+    /// let report = block_on(future)?;
+    /// assert_eq!((report.units, total.load()), (100, 5050));
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     struct Unpark(std::thread::Thread);
+    /// #     impl std::task::Wake for Unpark { fn wake(self: Arc<Self>) { self.0.unpark() } }
+    /// #     let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    /// #     let mut cx = std::task::Context::from_waker(&waker);
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         if let std::task::Poll::Ready(r) = f.as_mut().poll(&mut cx) { return r }
+    /// #         std::thread::park();
+    /// #     }
+    /// # }
+    /// # Ok::<(), skelaff_worklist::Error>(())
+    /// ```
+    pub fn submit(&mut self, pool: &WorkerPool) -> Result<RunFuture<S>, Error> {
+        self.check_pool(pool)?;
+        let seeds = std::mem::take(&mut self.seeds);
+        let kept = Kept(self.skeleton.clone(), self.shared.clone());
+        let job = Arc::new(RunJob::prepare(kept, &self.cfg, seeds, pool)?);
+        helper_places(&job.state, self.cfg.helpers, &pool.layout, false);
+        let on_workers = job.clone();
+        let ticket = pool.crew.run_owned(Box::new(move |index| on_workers.work(index, &NoAssist, &(), false)));
+        Ok(RunFuture { job: Some(job), ticket })
+    }
+}
+
+/// The report of a run given with [`Worklist::submit`], when it ends.
+///
+/// Completed by the pool's last worker to finish the run, through the
+/// task's waker; it needs no particular async runtime.
+#[must_use = "the run goes on without it; await it for the report"]
+pub struct RunFuture<S>
+where
+    S: Skeleton + Send + 'static,
+    S::Shared: Send,
+{
+    job: Option<Arc<RunJob<S, Kept<S>>>>,
+    ticket: Arc<Ticket>,
+}
+
+impl<S> fmt::Debug for RunFuture<S>
+where
+    S: Skeleton + Send + 'static,
+    S::Shared: Send,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunFuture").field("done", &self.ticket.is_done()).finish_non_exhaustive()
+    }
+}
+
+impl<S> Future for RunFuture<S>
+where
+    S: Skeleton + Send + 'static,
+    S::Shared: Send,
+{
+    type Output = Result<RunReport, Error>;
+
+    /// # Panics
+    ///
+    /// If polled again after it returned `Ready`.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.ticket.poll_done(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let job = self.job.take().expect("RunFuture polled after it returned Ready");
+        Poll::Ready(job.finish(self.ticket.panicked()))
+    }
+}
+
+/// One run's part that its workers share: the run state, each worker's
+/// queue (taken by its worker) and report, and what gathers the report.
+pub(crate) struct RunJob<S: Skeleton, H: Hold<S>> {
+    state: RunState<S, H>,
+    cfg: Builder,
+    infos: Vec<WorkerInfo>,
+    queues: Vec<Mutex<Option<WorkerQueue<S::Unit>>>>,
+    results: Vec<Mutex<Option<WorkerReport>>>,
+    migrator: Mutex<Option<Migrator>>,
+    /// Nanoseconds from `state.start` to the first worker's start and the
+    /// last one's end (the report's `wall`).
+    first_start: AtomicU64,
+    last_end: AtomicU64,
+}
+
+impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
+    /// Everything before the workers start: the unit pool and its seeds,
+    /// the layout's decisions, the migration thread.
+    fn prepare(data: H, cfg: &Builder, mut seeds: Vec<S::Unit>, pool: &WorkerPool) -> Result<Self, Error> {
+        let topo = Topology::get()?;
+        let threads = pool.threads();
         if let Some(seed) = cfg.shuffle {
             fastrand::Rng::with_seed(seed).shuffle(&mut seeds);
         }
-        let nodes: Vec<Option<usize>> = infos.iter().map(|i| i.node).collect();
-        let (pool, queues) = Pool::new(cfg.distribution, &nodes);
+        let nodes: Vec<Option<usize>> = pool.infos.iter().map(|i| i.node).collect();
+        let (units, queues) = Pool::new(cfg.distribution, &nodes);
         // The applied oracle's board and what is left of its stretch, while
         // it has not acted (its stretch may span several runs).
         let oracle = cfg.oracle.as_ref().and_then(|o| o.next_run(threads));
         let state = RunState {
-            skeleton: self.skeleton,
-            shared: self.shared,
+            data,
+            _skeleton: std::marker::PhantomData,
             signal: Signal::new(seeds.len()),
-            pool,
+            pool: units,
             start: Instant::now(),
             stm: cfg.stm,
             assisted: cfg.assisted,
@@ -200,122 +463,108 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         } else {
             state.pool.seed(seeds);
         }
-        decide_layout(&state, cfg, &layout);
-        let places = helper_places(&state, cfg.helpers, &layout, A::ENABLED);
-        let channels: Vec<A::Channel> = infos.iter().zip(&places).map(|(i, p)| assist.channel(i, *p)).collect();
-
+        decide_layout(&state, cfg, &pool.mapping, &pool.layout);
         // Started before the workers, on the run's clock, so move times
         // compare with sample times.
-        let nodes = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
+        let node_count = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
         let page_size = state.page_size as u64;
         let migrator = match (cfg.migration, &oracle, &cfg.oracle, &state.board) {
             (Some(rule), _, _, Some(board)) => {
-                Some(Migrator::start(board.clone(), rule, nodes, page_size, state.start))
+                Some(Migrator::start(board.clone(), rule, node_count, page_size, state.start))
             }
             (None, Some((board, left)), Some(stretch), _) => {
-                Some(Migrator::start_oracle(board.clone(), *left, stretch.hold(), nodes, page_size, state.start))
+                Some(Migrator::start_oracle(board.clone(), *left, stretch.hold(), node_count, page_size, state.start))
             }
             _ => None,
         }
         .transpose()
         .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
-        let start = Instant::now();
-        let gate = StartGate::default();
-        let (results, refused) = std::thread::scope(|scope| {
-            // Opened when dropped, so a panic here cannot leave threads waiting.
-            let opener = Opener(&gate);
-            // Workers first: a helper exists only for a worker that runs, so
-            // every helper is told to finish.
-            let workers: Vec<_> = queues
-                .into_iter()
-                .zip(infos.iter().zip(&channels).zip(&places))
-                .map(|(queue, ((info, channel), place))| {
-                    spawn_worker(scope, &state, &gate, *info, queue, assist, channel, place.is_some())
-                })
-                .collect();
-            // The workers are created: let them run (a refused one stopped
-            // the run). Helpers come after, so that creating them costs the
-            // workers nothing: a helper pins itself, and the spawning thread
-            // does not move to the helper's CPU (which, idle, had to be
-            // woken while the workers waited at the gate; and a helper's
-            // CPU may be a worker's, where the spawning thread would queue).
-            // A helper started late only picks up a later unit.
-            drop(opener);
-            let helpers: Vec<_> = if A::ENABLED {
-                infos
-                    .iter()
-                    .zip(&channels)
-                    .zip(&places)
-                    .zip(&workers)
-                    // No helper for a worker whose thread did not start:
-                    // nobody would tell it to finish.
-                    .filter(|(_, w)| w.is_ok())
-                    .filter_map(|(((info, channel), place), _)| {
-                        place
-                            .filter(|_| assist.start_helper(channel))
-                            .map(|p| spawn_helper(scope, &state, *info, p, assist, channel))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
+        Ok(RunJob {
+            state,
+            cfg: cfg.clone(),
+            infos: pool.infos.clone(),
+            queues: queues.into_iter().map(|q| Mutex::new(Some(q))).collect(),
+            results: (0..threads).map(|_| Mutex::new(None)).collect(),
+            migrator: Mutex::new(migrator),
+            first_start: AtomicU64::new(u64::MAX),
+            last_end: AtomicU64::new(0),
+        })
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.state.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Worker `index`'s part of the run, on the pool's thread `index`
+    /// (pinned since the pool was built).
+    fn work<A: Assist<S>>(&self, index: usize, assist: &A, channel: &A::Channel, assisted: bool) {
+        let Some(queue) = self.queues[index].lock().take() else { return };
+        let info = self.infos[index];
+        // Tells the helper to stop on every way out, unwinding included.
+        let _finish = Finish { assist, channel };
+        self.first_start.fetch_min(self.now_ns(), Ordering::Relaxed);
+        let report =
+            match catch_unwind(AssertUnwindSafe(|| worker(&self.state, info, queue, assist, channel, assisted))) {
+                Ok(Ok(report)) => Some(report),
+                Ok(Err(e)) => {
+                    self.state.fail(Some(info.index), e.to_string());
+                    None
+                }
+                Err(p) => {
+                    self.state.fail(Some(info.index), panic_message(&*p));
+                    None
+                }
             };
-            let mut refused = None;
-            let results: Vec<Option<WorkerReport>> = workers
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h.join().unwrap_or(None),
-                    Err(e) => {
-                        refused.get_or_insert(e);
-                        None
-                    }
-                })
-                .collect();
-            for h in helpers.into_iter().flatten() {
-                let _ = h.join();
-            }
-            (results, refused)
-        });
-        let wall = start.elapsed();
+        *self.results[index].lock() = report;
+        // The next run on this thread starts from the default policy.
+        page_policy::reset_worker_policy(self.state.policy);
+        self.last_end.fetch_max(self.now_ns(), Ordering::Relaxed);
+    }
+
+    /// The report, once every worker is done (`crew_panicked`: a worker's
+    /// part panicked outside the skeleton's code, in a helper's `finish`).
+    fn finish(&self, crew_panicked: bool) -> Result<RunReport, Error> {
+        let cfg = &self.cfg;
+        let state = &self.state;
+        let threads = self.infos.len();
+        let wall = Duration::from_nanos(
+            self.last_end
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.first_start.load(Ordering::Relaxed).min(self.last_end.load(Ordering::Relaxed))),
+        );
         // Stopped before anything can return: the thread must not outlive the run.
-        let migration = migrator.map(Migrator::stop).transpose();
+        let migration = self.migrator.lock().take().map(Migrator::stop).transpose();
         if let (Some(stretch), Ok(log)) = (&cfg.oracle, &migration) {
             // The oracle acted in this run if it held the workers for its
             // moves; either way the run's time counts toward its stretch.
             let acted = log.as_ref().is_some_and(|l| l.held_workers.is_some());
             stretch.run_ended(state.start.elapsed(), acted);
         }
-        match refused {
-            Some(Refused::Pin(e)) => return Err(Error::Numa(e)),
-            Some(Refused::Thread(worker, source)) => return Err(Error::Spawn { worker, source }),
-            None => {}
-        }
         let migration = migration.map_err(|e| Error::Profile(format!("the migration thread: {e}")))?;
         if let Some((worker, message)) = state.failure.lock().take() {
             return Err(Error::Panicked { worker, message });
         }
-        let workers: Vec<WorkerReport> = results.into_iter().flatten().collect();
-        let mut helpers = HelpersReport::default();
-        if A::ENABLED {
-            for (channel, place) in channels.into_iter().zip(&places) {
-                let ChannelFigures { worker, helper, notes } = assist.figures(channel);
-                helpers.per_worker.push(worker);
-                if let (Some(h), Some(_)) = (helper, place) {
-                    helpers.per_helper.push(h);
-                }
-                for n in notes {
-                    if !helpers.notes.contains(&n) {
-                        helpers.notes.push(n);
-                    }
-                }
-            }
+        if crew_panicked {
+            return Err(Error::Panicked {
+                worker: None,
+                message: "a helper implementation's `finish` panicked on a worker".into(),
+            });
         }
+        let workers: Vec<WorkerReport> = self.results.iter().filter_map(|r| r.lock().take()).collect();
         // Attributed now, while the skeleton's data is still alive.
         let access_profile = match cfg.access_profile {
             Some(sampling) => {
                 let finished = std::mem::take(&mut *state.samplers.lock());
                 Some(
-                    AccessProfile::build(sampling, topo, &cfg.policy.to_string(), threads, finished, migration)
-                        .map_err(Error::Profile)?,
+                    AccessProfile::build(
+                        sampling,
+                        Topology::get()?,
+                        &cfg.policy.to_string(),
+                        threads,
+                        finished,
+                        migration,
+                    )
+                    .map_err(Error::Profile)?,
                 )
             }
             None => None,
@@ -331,14 +580,14 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
             numa_alloc_global: page_policy::numa_alloc_is_global(),
             workers,
             decisions: std::mem::take(&mut *state.decisions.lock()),
-            helpers,
+            helpers: HelpersReport::default(),
         })
     }
 }
 
 /// Records where the workers run and the starting page policy.
-fn decide_layout<S: Skeleton>(state: &RunState<'_, S>, cfg: &Builder, layout: &Layout) {
-    let placement = cfg.placement.name();
+fn decide_layout<S: Skeleton, H: Hold<S>>(state: &RunState<S, H>, cfg: &Builder, mapping: &str, layout: &Layout) {
+    let placement = mapping.to_owned();
     let cpus: Option<Vec<usize>> = layout.workers.iter().map(|w| w.cpu).collect();
     match cpus {
         Some(cpus) => state.decide(None, Decision::Pinned { placement, cpus, oversubscribed: layout.oversubscribed }),
@@ -351,8 +600,8 @@ fn decide_layout<S: Skeleton>(state: &RunState<'_, S>, cfg: &Builder, layout: &L
 
 /// Which workers get a helper, and where, as the `helpers` setting asks
 /// of the placement's answer; records why a worker gets none.
-fn helper_places<S: Skeleton>(
-    state: &RunState<'_, S>,
+fn helper_places<S: Skeleton, H: Hold<S>>(
+    state: &RunState<S, H>,
     helpers: Helpers,
     layout: &Layout,
     implemented: bool,
@@ -397,60 +646,11 @@ fn helper_places<S: Skeleton>(
         .collect()
 }
 
-/// Starts worker `info` on its CPU.
-#[allow(clippy::too_many_arguments)]
-fn spawn_worker<'scope, 'env, S: Skeleton, A: Assist<S>>(
-    scope: &'scope Scope<'scope, 'env>,
-    state: &'env RunState<'env, S>,
-    gate: &'env StartGate,
-    info: WorkerInfo,
-    queue: WorkerQueue<S::Unit>,
-    assist: &'env A,
-    channel: &'env A::Channel,
-    assisted: bool,
-) -> Result<ScopedJoinHandle<'scope, Option<WorkerReport>>, Refused> {
-    // Pinned from birth: this thread takes the worker's CPU while it
-    // creates the worker, which inherits the mask (see
-    // `pin::pinned_while`). A worker that pinned itself could wait a time
-    // slice queued on a busy CPU first.
-    let born_on = match info.cpu.map(pin::pinned_while).transpose() {
-        Ok(guard) => guard,
-        Err(e) => {
-            state.signal.stop();
-            return Err(Refused::Pin(e));
-        }
-    };
-    let spawned =
-        std::thread::Builder::new().name(format!("skelaff-worker-{}", info.index)).spawn_scoped(scope, move || {
-            // Tells the helper to stop on every way out, unwinding included.
-            let _finish = Finish { assist, channel };
-            gate.wait();
-            match catch_unwind(AssertUnwindSafe(|| worker(state, info, queue, assist, channel, assisted))) {
-                Ok(Ok(report)) => Some(report),
-                Ok(Err(e)) => {
-                    state.fail(Some(info.index), e.to_string());
-                    None
-                }
-                Err(p) => {
-                    state.fail(Some(info.index), panic_message(&*p));
-                    None
-                }
-            }
-        });
-    drop(born_on);
-    // The OS may refuse a thread (limits, memory): the run stops and `run`
-    // returns the reason, as for a panic.
-    spawned.map_err(|e| {
-        state.signal.stop();
-        Refused::Thread(info.index, e)
-    })
-}
-
 /// Starts the helper of worker `info` at `place`; a helper that cannot
 /// start or be pinned is noted, and the run goes on.
-fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
+fn spawn_helper<'scope, 'env, S: Skeleton, H: Hold<S>, A: Assist<S>>(
     scope: &'scope Scope<'scope, 'env>,
-    state: &'env RunState<'env, S>,
+    state: &'env RunState<S, H>,
     info: WorkerInfo,
     place: HelperPlace,
     assist: &'env A,
@@ -463,7 +663,7 @@ fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
                     state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
                 }
             }
-            let r = catch_unwind(AssertUnwindSafe(|| assist.helper(channel, state.skeleton, state.shared, &info)));
+            let r = catch_unwind(AssertUnwindSafe(|| assist.helper(channel, state.skeleton(), state.shared(), &info)));
             if let Err(p) = r {
                 state.decide(Some(info.index), Decision::HelperPanicked { message: panic_message(&*p) });
             }
@@ -474,48 +674,6 @@ fn spawn_helper<'scope, 'env, S: Skeleton, A: Assist<S>>(
             state.decide(Some(info.index), Decision::HelperNotStarted { error: e.to_string() });
             None
         }
-    }
-}
-
-/// Holds the run's workers until the spawning thread has created them
-/// all (helpers are created after it opens, and pin themselves). The
-/// spawning thread moves to each worker's CPU to create it
-/// there (see [`spawn_worker`]); a thread that started at once could take
-/// that CPU from it, and the spawning thread, queued behind it, finished
-/// its next creation (and anything it held meanwhile) only when the
-/// scheduler came back to it. With one worker and its helper on two CPUs,
-/// `perf sched timehist` showed the worker losing 0.5-1.2 ms of an 11 ms
-/// yada run this way; with the gate, 0.03-0.4 ms. (The helpers-on slowdown
-/// of such short runs did not change with it: on the build VM any parked
-/// thread in the process costs them as much; see `examples/helpers`.)
-#[derive(Debug, Default)]
-struct StartGate {
-    open: Mutex<bool>,
-    opened: parking_lot::Condvar,
-}
-
-impl StartGate {
-    /// Lets every thread waiting (and every later one) through.
-    fn open(&self) {
-        *self.open.lock() = true;
-        self.opened.notify_all();
-    }
-
-    /// Waits until [`open`](Self::open).
-    fn wait(&self) {
-        let mut open = self.open.lock();
-        while !*open {
-            self.opened.wait(&mut open);
-        }
-    }
-}
-
-/// Opens its gate when dropped.
-struct Opener<'a>(&'a StartGate);
-
-impl Drop for Opener<'_> {
-    fn drop(&mut self) {
-        self.0.open();
     }
 }
 

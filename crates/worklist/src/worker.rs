@@ -1,6 +1,8 @@
 //! One worker's life (set its policy, init, the unit loop, update,
 //! destroy), and the state every worker of a run reaches.
 
+use std::ops::Deref;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -19,10 +21,79 @@ use crate::pool::{Pool, Signal, WorkerQueue};
 use crate::report::{Decision, DecisionAt, WorkerReport};
 use crate::skeleton::{ProcessCtx, Skeleton, WorkerInfo};
 
+/// The skeleton or its data, as a [`Worklist`](crate::Worklist) keeps
+/// them: borrowed ([`Builder::build`](crate::Builder::build)) or shared
+/// with the caller ([`Builder::build_owned`](crate::Builder::build_owned)).
+pub(crate) enum Held<'a, T> {
+    Borrowed(&'a T),
+    Owned(Arc<T>),
+}
+
+impl<T> Clone for Held<'_, T> {
+    fn clone(&self) -> Self {
+        match self {
+            Held::Borrowed(r) => Held::Borrowed(r),
+            Held::Owned(a) => Held::Owned(a.clone()),
+        }
+    }
+}
+
+impl<T> Deref for Held<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        match self {
+            Held::Borrowed(r) => r,
+            Held::Owned(a) => a,
+        }
+    }
+}
+
+/// How a run reaches the skeleton and its shared data: borrowed for a run
+/// its caller waits for ([`Borrowed`]), or kept alive by the run itself
+/// for one it does not ([`Kept`], an awaited run).
+pub(crate) trait Hold<S: Skeleton>: Sync {
+    fn skeleton(&self) -> &S;
+    fn shared(&self) -> &S::Shared;
+}
+
+/// The skeleton and its data, borrowed for the run.
+pub(crate) struct Borrowed<'a, S: Skeleton>(pub(crate) &'a S, pub(crate) &'a S::Shared);
+
+impl<S: Skeleton> Hold<S> for Borrowed<'_, S> {
+    #[inline]
+    fn skeleton(&self) -> &S {
+        self.0
+    }
+    #[inline]
+    fn shared(&self) -> &S::Shared {
+        self.1
+    }
+}
+
+/// The skeleton and its data kept alive by the run (`'static` borrows or
+/// shared ownership), for a run that may outlive its caller's frame.
+pub(crate) struct Kept<S: Skeleton + 'static>(pub(crate) Held<'static, S>, pub(crate) Held<'static, S::Shared>);
+
+impl<S: Skeleton + Send + 'static> Hold<S> for Kept<S>
+where
+    S::Shared: Send,
+{
+    #[inline]
+    fn skeleton(&self) -> &S {
+        &self.0
+    }
+    #[inline]
+    fn shared(&self) -> &S::Shared {
+        &self.1
+    }
+}
+
 /// What every worker (and helper) of a run reaches.
-pub(crate) struct RunState<'a, S: Skeleton> {
-    pub(crate) skeleton: &'a S,
-    pub(crate) shared: &'a S::Shared,
+pub(crate) struct RunState<S: Skeleton, H: Hold<S>> {
+    pub(crate) data: H,
+    pub(crate) _skeleton: std::marker::PhantomData<fn() -> S>,
     pub(crate) pool: Pool<S::Unit>,
     pub(crate) signal: Signal,
     pub(crate) start: Instant,
@@ -49,7 +120,19 @@ pub(crate) struct RunState<'a, S: Skeleton> {
     pub(crate) board: Option<std::sync::Arc<skelaff_locality::SampleBoard>>,
 }
 
-impl<S: Skeleton> RunState<'_, S> {
+impl<S: Skeleton, H: Hold<S>> RunState<S, H> {
+    /// The skeleton.
+    #[inline]
+    pub(crate) fn skeleton(&self) -> &S {
+        self.data.skeleton()
+    }
+
+    /// Its shared data.
+    #[inline]
+    pub(crate) fn shared(&self) -> &S::Shared {
+        self.data.shared()
+    }
+
     /// Records a decision about `worker` (or the whole run), timed from the start.
     pub(crate) fn decide(&self, worker: Option<usize>, decision: Decision) {
         self.decisions.lock().push(DecisionAt { at: self.start.elapsed(), worker, decision });
@@ -58,7 +141,7 @@ impl<S: Skeleton> RunState<'_, S> {
     /// The queue of the node `unit`'s data is on, when affinity scheduling
     /// names one.
     pub(crate) fn home_queue(&self, resolver: &mut Resolver, unit: &S::Unit) -> Option<usize> {
-        match resolver.home(self.skeleton.affinity(unit, self.shared)) {
+        match resolver.home(self.skeleton().affinity(unit, self.shared())) {
             Home::Node(n) => self.pool.queue_of(n),
             Home::Anywhere | Home::Unresolved => None,
         }
@@ -95,8 +178,8 @@ impl<S: Skeleton, A: Assist<S>> Drop for Finish<'_, S, A> {
 /// the run records an access profile, assisted with assisted validation.
 /// The choice is made here, once per worker, so that a plain run's
 /// transactional accesses carry no sampling or assist code.
-pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
-    state: &RunState<'_, S>,
+pub(crate) fn worker<S: Skeleton, H: Hold<S>, A: Assist<S>>(
+    state: &RunState<S, H>,
     info: WorkerInfo,
     queue: WorkerQueue<S::Unit>,
     assist: &A,
@@ -113,8 +196,8 @@ pub(crate) fn worker<S: Skeleton, A: Assist<S>>(
 }
 
 /// [`worker`] with its transactions in mode `M`.
-fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
-    state: &RunState<'_, S>,
+fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
+    state: &RunState<S, H>,
     stm: &skelaff_stm::Config<M>,
     info: WorkerInfo,
     queue: WorkerQueue<S::Unit>,
@@ -132,7 +215,7 @@ fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
     let mut side = assist.worker_start(channel);
     let mut switched = state.policy != PagePolicy::Auto;
     let _ = Stats::take_thread();
-    let mut user = state.skeleton.init_worker(state.shared, &info);
+    let mut user = state.skeleton().init_worker(state.shared(), &info);
     let mut ctx = ProcessCtx::new(info);
     let mut sampler = match state.access_profile {
         Some(s) => match WorkerSampler::start(s, info.index, page_policy::bind_node(&info), state.board.clone()) {
@@ -182,7 +265,7 @@ fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
                 switched = true;
             }
             if affinity_on {
-                match resolver.home(state.skeleton.affinity(&unit, state.shared)) {
+                match resolver.home(state.skeleton().affinity(&unit, state.shared())) {
                     Home::Node(n) => {
                         affinity.hinted += 1;
                         affinity.on_home += u64::from(info.node == Some(n));
@@ -198,7 +281,7 @@ fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
             } else {
                 process_unit(state, stm, &unit, &mut user, &mut ctx, (assist, channel, &mut side, assisted));
             }
-            state.skeleton.committed(&unit, &mut user, state.shared);
+            state.skeleton().committed(&unit, &mut user, state.shared());
             if assisted {
                 assist.committed(channel, &mut side);
             }
@@ -249,14 +332,14 @@ fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
     }
     let total = begin.elapsed();
     if !state.signal.stopped() {
-        atomically_with(stm, |tx| state.skeleton.update(tx, &mut user, state.shared));
+        atomically_with(stm, |tx| state.skeleton().update(tx, &mut user, state.shared()));
     }
     if let Some(s) = sampler {
         let finished = s.stop(|| state.start.elapsed(), state.page_size);
         state.samplers.lock().push(finished);
     }
     assist.worker_end(channel, side);
-    state.skeleton.destroy_worker(user, state.shared);
+    state.skeleton().destroy_worker(user, state.shared());
     Ok(WorkerReport {
         index: info.index,
         cpu: info.cpu,
@@ -272,8 +355,8 @@ fn worker_in<S: Skeleton, A: Assist<S>, M: Mode>(
 /// Runs `process` for `unit` as one transaction in mode `M`, telling the
 /// helper (`link`: the assist, its channel, the worker's side of it, and
 /// whether the worker is assisted) when the transaction runs again.
-fn process_unit<S: Skeleton, A: Assist<S>, M: Mode>(
-    state: &RunState<'_, S>,
+fn process_unit<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
+    state: &RunState<S, H>,
     stm: &skelaff_stm::Config<M>,
     unit: &S::Unit,
     user: &mut S::PerWorker,
@@ -287,6 +370,6 @@ fn process_unit<S: Skeleton, A: Assist<S>, M: Mode>(
         }
         attempt += 1;
         ctx.clear();
-        state.skeleton.process(tx, unit, user, state.shared, ctx)
+        state.skeleton().process(tx, unit, user, state.shared(), ctx)
     });
 }

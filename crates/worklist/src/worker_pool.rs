@@ -1,0 +1,240 @@
+//! The worker threads that outlive runs: created and pinned once, parked
+//! between runs, serving the runs of any skeleton from any thread, one
+//! run at a time (the hand-off is `crew`'s). Also the process-wide pools
+//! that [`Worklist::run`](crate::Worklist::run) uses, one per layout.
+
+use std::cell::Cell;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+use skelaff_numa_alloc::{Topology, pin};
+
+use crate::config::Builder;
+use crate::crew::Crew;
+use crate::error::Error;
+use crate::placement::Layout;
+use crate::skeleton::WorkerInfo;
+
+/// Pinned worker threads that serve any number of runs.
+///
+/// Built once from a [`Builder`]'s thread count and placement (the
+/// topology is read and the threads are laid out, created and pinned
+/// here, not in every run), the pool's threads park between runs and
+/// serve the runs of any [`Skeleton`](crate::Skeleton) given with
+/// [`Worklist::run_on`](crate::Worklist::run_on) (or
+/// [`run_with_on`](crate::Worklist::run_with_on), or awaited with
+/// [`Worklist::submit`](crate::Worklist::submit)) from any thread.
+/// Everything else of a run stays per run: its page policy (each worker
+/// sets the run's policy when the run starts, SkelAff's switch to bind
+/// happens within the run, and the thread's policy is cleared when the
+/// run ends), its STM settings, its helper threads (created and joined by
+/// each run, as before: they are per-run threads still) and its migration
+/// thread.
+///
+/// # Concurrent runs
+///
+/// A pool serves one run at a time; runs given while it is busy queue and
+/// start in the order they were given (first come, first served), sync
+/// and async alike. A run's [`RunReport::wall`](crate::RunReport::wall)
+/// does not count its time in the queue. A run given from one of the
+/// pool's own threads (a skeleton that runs a nested worklist) would wait
+/// for itself: [`Worklist::run`](crate::Worklist::run) then uses fresh
+/// per-run threads instead, and [`run_on`](crate::Worklist::run_on) with
+/// this pool is refused ([`Error::NestedRun`]).
+///
+/// # Lifecycle
+///
+/// Dropping the pool waits for the runs already given to it (queued runs
+/// of other threads, or submitted futures) to finish, then joins its
+/// threads. A panic in user code fails that run only
+/// ([`Error::Panicked`]); the pool serves the next one. A thread that
+/// cannot be created or pinned fails [`WorkerPool::new`] with a typed
+/// error, and the threads already created are joined.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{TVar, TxError, TxOps};
+/// use skelaff_worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo, WorkerPool};
+///
+/// struct Add;
+/// impl Skeleton for Add {
+///     type Unit = u64;
+///     type Shared = TVar<u64>;
+///     type PerWorker = ();
+///     fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
+///     fn process<'t, X: TxOps<'t>>(&'t self, tx: &mut X, u: &u64, _: &mut (), t: &'t TVar<u64>, _: &mut ProcessCtx<u64>) -> Result<(), TxError> {
+///         tx.update(t, |v| v + u).map(|_| ())
+///     }
+/// }
+///
+/// let builder = Builder::new().threads(2);
+/// let pool = WorkerPool::new(&builder)?;
+/// let total = TVar::new(0);
+/// for round in 1..=10 {
+///     // Each run borrows `total` only until `run_on` returns.
+///     let mut wl = builder.clone().build(&Add, &total)?;
+///     wl.add_work_units(1..=100);
+///     let report = wl.run_on(&pool)?;
+///     assert_eq!((report.units, total.load()), (100, 5050 * round));
+/// }
+/// assert_eq!(pool.threads(), 2);
+/// # Ok::<(), skelaff_worklist::Error>(())
+/// ```
+pub struct WorkerPool {
+    pub(crate) crew: Arc<Crew>,
+    pub(crate) layout: Layout,
+    pub(crate) infos: Vec<WorkerInfo>,
+    pub(crate) mapping: String,
+    id: u64,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerPool")
+            .field("threads", &self.infos.len())
+            .field("mapping", &self.mapping)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The id of the pool this thread serves (0: none).
+    static MEMBER_OF: Cell<u64> = const { Cell::new(0) };
+}
+
+impl WorkerPool {
+    /// Builds a pool of `builder`'s thread count, laid out by its placement
+    /// (its thread mapping): creates every worker thread, pinned from its
+    /// birth to its CPU, and parks it. The builder's other settings are
+    /// the runs', not the pool's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroThreads`]; [`Error::Numa`] if the topology cannot be
+    /// read or a worker's CPU cannot be taken; [`Error::Placement`] if the
+    /// placement laid out the wrong number of workers; [`Error::Spawn`] if
+    /// the OS refuses a thread. The threads already created are joined
+    /// first.
+    pub fn new(builder: &Builder) -> Result<WorkerPool, Error> {
+        let layout = layout_of(builder)?;
+        WorkerPool::with_layout(layout, builder.placement.name())
+    }
+
+    /// Builds a pool for a layout already checked.
+    fn with_layout(layout: Layout, mapping: String) -> Result<WorkerPool, Error> {
+        let threads = layout.workers.len();
+        let infos: Vec<WorkerInfo> = layout
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(index, w)| WorkerInfo { index, cpu: w.cpu, node: w.node, threads })
+            .collect();
+        let crew = Arc::new(Crew::new(threads));
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut pool = WorkerPool { crew, layout, infos, mapping, id, handles: Vec::with_capacity(threads) };
+        for index in 0..threads {
+            // Pinned from birth: this thread takes the worker's CPU while
+            // it creates the worker, which inherits the mask (see
+            // `pin::pinned_while`). On error `pool` drops, which stops and
+            // joins the threads created so far.
+            let born_on = pool.infos[index].cpu.map(pin::pinned_while).transpose()?;
+            let crew = pool.crew.clone();
+            let spawned = std::thread::Builder::new().name(format!("skelaff-worker-{index}")).spawn(move || {
+                MEMBER_OF.with(|m| m.set(id));
+                crew.serve(index);
+            });
+            drop(born_on);
+            pool.handles.push(spawned.map_err(|source| Error::Spawn { worker: index, source })?);
+        }
+        Ok(pool)
+    }
+
+    /// The number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// Where each worker runs.
+    pub fn workers(&self) -> &[WorkerInfo] {
+        &self.infos
+    }
+
+    /// The layout the placement gave (workers and their helpers' places).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Whether the calling thread is one of this pool's workers.
+    pub(crate) fn is_member(&self) -> bool {
+        MEMBER_OF.with(Cell::get) == self.id
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        let handles = std::mem::take(&mut self.handles);
+        if self.is_member() {
+            // Dropped on one of its own threads (the last owner of a pool
+            // moved into a run's data): that thread cannot wait for the
+            // pool to go idle or join itself. Another thread does both.
+            let crew = self.crew.clone();
+            let _ = std::thread::Builder::new().name("skelaff-pool-drop".into()).spawn(move || {
+                crew.shutdown();
+                for h in handles {
+                    let _ = h.join();
+                }
+            });
+            return;
+        }
+        self.crew.shutdown();
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The layout `builder` asks for, checked.
+pub(crate) fn layout_of(builder: &Builder) -> Result<Layout, Error> {
+    if builder.threads == 0 {
+        return Err(Error::ZeroThreads);
+    }
+    // Read the topology before any thread is pinned (hwloc may rebind).
+    let topo = Topology::get()?;
+    let layout = builder.placement.place(topo, builder.threads)?;
+    if layout.workers.len() != builder.threads {
+        return Err(Error::Placement {
+            placement: builder.placement.name(),
+            asked: builder.threads,
+            got: layout.workers.len(),
+        });
+    }
+    Ok(layout)
+}
+
+/// The process-wide pools, one per layout (and placement name), built on
+/// first use and kept for the life of the process.
+static PROCESS_POOLS: Mutex<Vec<Arc<WorkerPool>>> = Mutex::new(Vec::new());
+
+/// The process-wide pool for `layout`, built if there is none yet.
+pub(crate) fn process_pool(layout: Layout, mapping: String) -> Result<Arc<WorkerPool>, Error> {
+    let mut pools = PROCESS_POOLS.lock();
+    if let Some(p) = pools.iter().find(|p| p.layout == layout && p.mapping == mapping) {
+        return Ok(p.clone());
+    }
+    let pool = Arc::new(WorkerPool::with_layout(layout, mapping)?);
+    pools.push(pool.clone());
+    Ok(pool)
+}
+
+/// A pool of fresh threads for one run (joined when dropped).
+pub(crate) fn per_run_pool(layout: Layout, mapping: String) -> Result<WorkerPool, Error> {
+    WorkerPool::with_layout(layout, mapping)
+}

@@ -1,0 +1,110 @@
+//! Loom models of the worker pool's hand-off (src/crew.rs): parked threads
+//! handed runs back to back, runs queued by two callers at once, and
+//! shutdown.
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" cargo test -p skelaff-worklist --release --test loom_crew
+//! ```
+//!
+//! Each job writes, for its thread, a cell on the caller's stack through
+//! loom's `UnsafeCell`, and the caller reads it after `run_scoped`
+//! returns: loom reports the read as a race unless every thread's write
+//! happens before `run_scoped` returns — the guarantee that lets a run
+//! borrow the caller's data. The caller also checks that each thread
+//! called each job exactly once.
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use skelaff_worklist::crew::Crew;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(f);
+}
+
+/// Starts `n` crew threads.
+fn start(n: usize) -> (Arc<Crew>, Vec<thread::JoinHandle<()>>) {
+    let crew = Arc::new(Crew::new(n));
+    let threads = (0..n)
+        .map(|i| {
+            let c = crew.clone();
+            thread::spawn(move || c.serve(i))
+        })
+        .collect();
+    (crew, threads)
+}
+
+/// Per-thread cells: thread `i` writes only cell `i`, and the caller reads
+/// them only after every thread's write (which loom checks).
+struct Cells(Vec<UnsafeCell<usize>>);
+
+// SAFETY: each cell is written by one crew thread only (its index) and
+// read by the caller after `run_scoped` returned; loom's cell checks that
+// those accesses are ordered and reports the model as failed otherwise.
+unsafe impl Sync for Cells {}
+
+impl Cells {
+    fn cell(&self, i: usize) -> &UnsafeCell<usize> {
+        &self.0[i]
+    }
+}
+
+/// One run of a job that counts its calls per thread in cells it borrows.
+fn one_run(crew: &Crew, n: usize) {
+    let calls = Cells((0..n).map(|_| UnsafeCell::new(0)).collect());
+    // SAFETY: as for `Cells`: loom checks the accesses.
+    let job = |i: usize| calls.cell(i).with_mut(|c| unsafe { *c += 1 });
+    let ((), panicked) = crew.run_scoped(&job, || ());
+    assert!(!panicked);
+    for c in &calls.0 {
+        // SAFETY: as for `Cells`: loom checks the accesses.
+        assert_eq!(c.with(|c| unsafe { *c }), 1);
+    }
+}
+
+#[test]
+fn two_threads_serve_runs_back_to_back_and_the_caller_waits_for_both() {
+    model(|| {
+        let (crew, threads) = start(2);
+        one_run(&crew, 2);
+        one_run(&crew, 2);
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn runs_of_two_callers_at_once_queue_and_each_is_served_once() {
+    model(|| {
+        let (crew, threads) = start(1);
+        let other = {
+            let crew = crew.clone();
+            thread::spawn(move || one_run(&crew, 1))
+        };
+        one_run(&crew, 1);
+        other.join().unwrap();
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_panicking_job_is_counted_and_reported() {
+    model(|| {
+        let (crew, threads) = start(1);
+        let ((), panicked) = crew.run_scoped(&|_| panic!("boom"), || ());
+        assert!(panicked);
+        one_run(&crew, 1);
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
