@@ -8,6 +8,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context as _, Result};
 use skelaff_locality::{Machine, PaperMachine};
 
 /// The prefix of the lines in which a guest reports one run's locality.
@@ -15,24 +16,24 @@ pub(crate) const LOCALITY_LINE: &str = "SKELAFF-LOCALITY ";
 
 /// Writes the guest's locality lines (the JSON after [`LOCALITY_LINE`]) to
 /// `target/numa-vm/locality-NAME.jsonl`, the input of `skelaff locality`.
-pub(crate) fn save_locality(work: &Path, name: &str, lines: &[String]) -> Result<Option<PathBuf>, String> {
+pub(crate) fn save_locality(work: &Path, name: &str, lines: &[String]) -> Result<Option<PathBuf>> {
     if lines.is_empty() {
         return Ok(None);
     }
     let path = work.join(format!("locality-{}.jsonl", name.replace('/', "-")));
     let mut text = lines.join("\n");
     text.push('\n');
-    fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     Ok(Some(path))
 }
 
 /// The guest shape (`NODESxCPUS`) and machine for a paper machine's name
 /// (`numa16`, `numa32`, or one shrunk to fewer CPUs per node such as
 /// `numa32/4x2`), or `None` when `name` is not one (it is then a plain shape).
-pub(crate) fn paper_shape(name: &str) -> Option<Result<(String, Machine), String>> {
+pub(crate) fn paper_shape(name: &str) -> Option<Result<(String, Machine), skelaff_locality::Error>> {
     let base = name.trim().split('/').next().unwrap_or("");
     base.parse::<PaperMachine>().ok()?;
-    Some(name.trim().parse::<Machine>().map_err(|e| e.to_string()).map(|m| {
+    Some(name.trim().parse::<Machine>().map(|m| {
         let cpus = m.cpus_per_node().first().copied().unwrap_or(1);
         (format!("{}x{cpus}", m.nodes()), m)
     }))
@@ -60,7 +61,7 @@ mod tests {
         assert_eq!((spec.as_str(), dist_args(&m)[3].as_str()), ("4x8", "dist,src=0,dst=2,val=36"));
         assert!(paper_shape("2x2").is_none());
         let (spec, m) = paper_shape("numa32/4x2").unwrap().unwrap();
-        assert!(paper_shape("numa32/8x2").unwrap().unwrap_err().contains("keeps its 4 nodes"));
+        assert!(paper_shape("numa32/8x2").unwrap().unwrap_err().to_string().contains("keeps its 4 nodes"));
         assert_eq!((spec.as_str(), m.name(), m.distance(1, 3)), ("4x2", "numa32/4x2", Some(36)));
     }
 }

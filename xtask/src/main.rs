@@ -20,6 +20,11 @@
 //! `cargo xtask stamp-vs-c [build|run|all|table] ...` measures every STAMP
 //! application side by side with STAMP's own C programs, sequential and on
 //! TinySTM (see the `stamp_vs_c` module).
+//!
+//! One clap parser reads every task's arguments and refuses a bad one
+//! (naming it and what is allowed) before anything is built, exiting with
+//! 2; a task that fails prints `xtask: ` and its error with its causes, and
+//! exits with 1.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -29,7 +34,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use skelaff_testkit::{GuestSpec, GuestSpecError};
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
+use skelaff_testkit::GuestSpec;
 
 mod machines;
 
@@ -40,110 +47,150 @@ const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
 /// slowest test under TCG, and its table is taken on 4x1. Guests named with
 /// `--topology` run it too.
 const STAMP_LOCALITY_TOPOLOGY: &str = "4x1";
+/// The tasks, as an unknown task's error lists them.
+const TASKS: &str = "numa-vm, stamp-vs-c";
 
-type Result<T, E = String> = std::result::Result<T, E>;
+/// Development tasks for the skelaff workspace.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    override_usage = "cargo xtask numa-vm [--topology SPEC]... [--timeout SECS] [--stamp-sweep[=APP,...]] \
+                      [--only TEST]... [--features LIST]\n       \
+                      cargo xtask stamp-vs-c build|run|all|table [--help for its options]"
+)]
+struct Cli {
+    #[command(subcommand)]
+    task: Option<Task>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Boot emulated NUMA machines under qemu and run every `numa_vm*` test target in each.
+    #[command(override_usage = "cargo xtask numa-vm [--topology SPEC]... [--timeout SECS] \
+                                [--stamp-sweep[=APP,...]] [--only TEST]... [--features LIST]")]
+    NumaVm(NumaVm),
+    /// Measure every STAMP application side by side with STAMP's C programs.
+    StampVsC(stamp_vs_c::StampVsC),
+    /// Moved: `cargo import-cycles`.
+    #[command(hide = true)]
+    ImportCycles {
+        /// Whatever was given; refused.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// `cargo xtask numa-vm`'s options.
+#[derive(Debug, Args)]
+struct NumaVm {
+    /// A guest: NODESxCPUS[+MEMONLY] (e.g. 2x2, 8x2, 2x1+1) or one of the
+    /// paper's machines (numa16, numa32, or one with fewer CPUs per node such
+    /// as numa32/4x2); repeatable [default: 2x2, 4x1 and 2x1+1].
+    #[arg(long = "topology", value_name = "SPEC", value_parser = parse_topology)]
+    topologies: Vec<Guest>,
+    /// One time limit in seconds (at least 1) for every guest [default: 15
+    /// minutes per four vCPUs of each guest].
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
+    /// Run all six STAMP applications in the locality test on every guest,
+    /// or those named (`--stamp-sweep=labyrinth,yada`) [default: two, only
+    /// on 4x1 or the guests named with --topology].
+    #[arg(long, value_name = "APP,...", num_args = 0..=1, require_equals = true, value_parser = parse_sweep)]
+    stamp_sweep: Option<Option<String>>,
+    /// Run only the test targets whose name contains TEST (e.g.
+    /// stamp_locality, cg_locality); repeatable.
+    #[arg(long, value_name = "TEST")]
+    only: Vec<String>,
+    /// Build the test targets with these features (e.g. skelaff/mpi).
+    #[arg(long, value_name = "LIST")]
+    features: Option<String>,
+}
+
+/// One guest to boot: its shape, and the paper machine (with its
+/// distances) when it is one.
+#[derive(Debug, Clone)]
+struct Guest {
+    spec: GuestSpec,
+    machine: Option<skelaff_locality::Machine>,
+}
+
+/// `--topology`: a guest shape, or a paper machine by its name.
+fn parse_topology(v: &str) -> Result<Guest> {
+    let (shape, machine) = match machines::paper_shape(v) {
+        Some(Ok((shape, m))) => (shape, Some(m)),
+        Some(Err(e)) => return Err(anyhow!("{e}")),
+        None => (v.to_owned(), None),
+    };
+    // clap prints a value parser's error by its `Display` alone (not the
+    // chain), so the message is whole here.
+    let spec =
+        shape.parse::<GuestSpec>().map_err(|e| anyhow!("{e}; or one of the paper's machines: numa16, numa32"))?;
+    Ok(Guest { spec, machine })
+}
+
+/// `--timeout`: whole seconds, at least one.
+fn parse_timeout(v: &str) -> Result<Duration> {
+    let secs: u64 = v.parse().map_err(|_| anyhow!("`{v}` is not a number of seconds"))?;
+    if secs == 0 {
+        bail!("a guest needs at least 1 second");
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+/// `--stamp-sweep=APP,...`: comma-separated lower-case application names.
+fn parse_sweep(apps: &str) -> Result<String> {
+    if apps.is_empty() || apps.split(',').any(|a| a.is_empty() || !a.bytes().all(|b| b.is_ascii_lowercase())) {
+        bail!("expected --stamp-sweep=APP[,APP...] with STAMP application names such as labyrinth,yada");
+    }
+    Ok(apps.to_owned())
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("numa-vm") => numa_vm(&args[1..]),
-        Some("stamp-vs-c") => stamp_vs_c::main(&args[1..]),
-        Some("import-cycles") => Err("import-cycles is its own package now: run `cargo import-cycles`".to_owned()),
-        Some("-h" | "--help") | None => {
-            println!(
-                "usage: cargo xtask numa-vm [--topology NODESxCPUS[+MEMONLY]|numa16|numa32]... [--timeout SECS] \
-                 [--stamp-sweep[=APP,...]] [--only TEST] [--features LIST]"
-            );
-            println!("       cargo xtask stamp-vs-c build|run|all|table [--help for its options]");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            let _ = e.print();
+            eprintln!("the tasks are: {TASKS}");
+            return ExitCode::from(2);
+        }
+        // Usage errors exit with 2, --help with 0 (clap's convention).
+        Err(e) => e.exit(),
+    };
+    let result = match cli.task {
+        Some(Task::NumaVm(args)) => numa_vm(args),
+        Some(Task::StampVsC(args)) => stamp_vs_c::main(args),
+        Some(Task::ImportCycles { .. }) => {
+            Err(anyhow!("import-cycles is its own package now: run `cargo import-cycles`"))
+        }
+        None => {
+            let _ = Cli::command().print_help();
             Ok(())
         }
-        Some(other) => Err(format!("unknown task `{other}`; the tasks are: numa-vm, stamp-vs-c")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("xtask: {e}");
+            eprintln!("xtask: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn numa_vm(args: &[String]) -> Result<()> {
-    let mut topologies = Vec::new();
-    // The paper machine (with its distances) of each topology, if it is one.
-    let mut paper_machines = Vec::new();
-    // `--timeout`: one limit for every guest; without it each guest's own (`guest_limit`).
-    let mut timeout: Option<Duration> = None;
-    // The STAMP applications' locality sweep: all of them (`Some(None)`),
-    // those named, or (`None`) the test's default pair.
-    let mut stamp_sweep: Option<Option<String>> = None;
-    // Run only the test targets whose name contains one of these.
-    let mut only: Vec<String> = Vec::new();
-    // `--features`: passed to the build of the test targets.
-    let mut features: Option<String> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--topology" => {
-                let v = it.next().ok_or("--topology needs a value such as 2x2, 8x2, 2x1+1, numa16 or numa32")?;
-                let (shape, machine) = match machines::paper_shape(v) {
-                    Some(Ok((shape, m))) => (shape, Some(m)),
-                    Some(Err(e)) => return Err(format!("--topology {v}: {e}")),
-                    None => (v.clone(), None),
-                };
-                topologies.push(
-                    shape
-                        .parse::<GuestSpec>()
-                        .map_err(|e| format!("--topology {v}: {e}; or one of the paper's machines: numa16, numa32"))?,
-                );
-                paper_machines.push(machine);
-            }
-            "--timeout" => {
-                let v = it.next().ok_or("--timeout needs a number of seconds")?;
-                let secs: u64 = v.parse().map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?;
-                if secs == 0 {
-                    return Err("--timeout: a guest needs at least 1 second".to_owned());
-                }
-                timeout = Some(Duration::from_secs(secs));
-            }
-            "--stamp-sweep" => stamp_sweep = Some(None),
-            v if v.starts_with("--stamp-sweep=") => {
-                let apps = &v["--stamp-sweep=".len()..];
-                if apps.is_empty()
-                    || apps.split(',').any(|a| a.is_empty() || !a.bytes().all(|b| b.is_ascii_lowercase()))
-                {
-                    return Err(format!(
-                        "{v}: expected --stamp-sweep=APP[,APP...] with STAMP application names such as labyrinth,yada"
-                    ));
-                }
-                stamp_sweep = Some(Some(apps.to_owned()));
-            }
-            "--features" => {
-                features = Some(it.next().ok_or("--features needs a list, e.g. skelaff/mpi")?.clone());
-            }
-            "--only" => only.push(it.next().ok_or("--only needs part of a test's name, e.g. stamp_locality")?.clone()),
-            other => {
-                return Err(format!(
-                    "unknown argument `{other}`; expected --topology SPEC, --timeout SECS, --stamp-sweep[=APP,...], --only TEST or --features LIST"
-                ));
-            }
-        }
-    }
+fn numa_vm(args: NumaVm) -> Result<()> {
+    let NumaVm { mut topologies, timeout, stamp_sweep, only, features } = args;
     let default_run = topologies.is_empty();
     if default_run {
-        topologies = DEFAULT_TOPOLOGIES
-            .iter()
-            .map(|t| t.parse().map_err(|e: GuestSpecError| e.to_string()))
-            .collect::<Result<_>>()?;
-        paper_machines = vec![None; topologies.len()];
+        topologies =
+            DEFAULT_TOPOLOGIES.iter().map(|t| Ok(Guest { spec: t.parse()?, machine: None })).collect::<Result<_>>()?;
     }
 
     let root = workspace_root()?;
     let work = root.join("target/numa-vm");
-    fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
+    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     for tool in ["qemu-system-x86_64", "cpio", "ldd"] {
         which(tool).ok_or_else(|| {
-            format!(
+            anyhow!(
                 "`{tool}` is not installed; run `scripts/setup` (as root) or `apt-get install qemu-system-x86 cpio`"
             )
         })?;
@@ -152,7 +199,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
         .iter()
         .map(PathBuf::from)
         .find(|p| p.exists())
-        .ok_or("busybox is not installed; run `scripts/setup` or `apt-get install busybox-static`")?;
+        .context("busybox is not installed; run `scripts/setup` or `apt-get install busybox-static`")?;
 
     let kernel = kernel(&work)?;
     let mut tests = build_tests(&root, features.as_deref())?;
@@ -160,13 +207,13 @@ fn numa_vm(args: &[String]) -> Result<()> {
         let all: Vec<String> = tests.iter().map(|(n, _)| n.clone()).collect();
         tests.retain(|(name, _)| only.iter().any(|o| name.contains(o.as_str())));
         if tests.is_empty() {
-            return Err(format!("--only {}: no such test; the tests are: {}", only.join(", "), all.join(", ")));
+            bail!("--only {}: no such test; the tests are: {}", only.join(", "), all.join(", "));
         }
     }
     let initramfs = make_initramfs(&work, &busybox, &tests)?;
 
     let mut failed = Vec::new();
-    for (spec, machine) in topologies.iter().zip(&paper_machines) {
+    for Guest { spec, machine } in &topologies {
         let start = Instant::now();
         let mut locality = Vec::new();
         let stamp = if let Some(apps) = &stamp_sweep {
@@ -188,7 +235,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
         match outcome {
             Ok(()) => println!("numa-vm {spec}: PASSED in {:.0?}", start.elapsed()),
             Err(e) => {
-                println!("numa-vm {spec}: FAILED in {:.0?}: {e}", start.elapsed());
+                println!("numa-vm {spec}: FAILED in {:.0?}: {e:#}", start.elapsed());
                 failed.push(spec.to_string());
             }
         }
@@ -197,7 +244,7 @@ fn numa_vm(args: &[String]) -> Result<()> {
         println!("numa-vm: all {} topologies passed", topologies.len());
         Ok(())
     } else {
-        Err(format!("placement checks failed on {}", failed.join(", ")))
+        Err(anyhow!("placement checks failed on {}", failed.join(", ")))
     }
 }
 
@@ -206,7 +253,10 @@ fn numa_vm(args: &[String]) -> Result<()> {
 /// starts the one its test build made) uses the directory it was built in.
 fn workspace_root() -> Result<PathBuf> {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    Path::new(&manifest).parent().map(Path::to_path_buf).ok_or_else(|| "xtask has no parent directory".to_owned())
+    Path::new(&manifest)
+        .parent()
+        .map(Path::to_path_buf)
+        .with_context(|| format!("{manifest}: xtask has no parent directory"))
 }
 
 fn which(tool: &str) -> Option<PathBuf> {
@@ -214,9 +264,9 @@ fn which(tool: &str) -> Option<PathBuf> {
 }
 
 fn run(cmd: &mut Command) -> Result<String> {
-    let out = cmd.output().map_err(|e| format!("running {cmd:?}: {e}"))?;
+    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
     if !out.status.success() {
-        return Err(format!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -245,27 +295,27 @@ fn kernel(work: &Path) -> Result<PathBuf> {
         .max_by_key(|p| {
             p.trim_start_matches("linux-image-6.1.0-").trim_end_matches("-amd64").parse::<u32>().unwrap_or(0)
         })
-        .ok_or("no linux-image-6.1.0-*-amd64 package found; run `apt-get update` (Debian 12 package lists)")?
+        .context("no linux-image-6.1.0-*-amd64 package found; run `apt-get update` (Debian 12 package lists)")?
         .to_owned();
     println!("numa-vm: fetching kernel package {package}");
     let dl = work.join("download");
     let _ = fs::remove_dir_all(&dl);
-    fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dl).with_context(|| format!("creating {}", dl.display()))?;
     run(Command::new("apt-get").arg("download").arg(&package).current_dir(&dl))?;
     let deb = fs::read_dir(&dl)
-        .map_err(|e| e.to_string())?
+        .with_context(|| format!("reading {}", dl.display()))?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .ok_or("apt-get download produced no .deb")?;
+        .context("apt-get download produced no .deb")?;
     let tmp = work.join("kernel.tmp");
     let _ = fs::remove_dir_all(&tmp);
     run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
     let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(dir.join("boot")).map_err(|e| e.to_string())?;
-    let k = find(&tmp).ok_or("the kernel package holds no boot/vmlinuz-*")?;
-    let dest = dir.join("boot").join(k.file_name().ok_or("bad kernel name")?);
-    fs::copy(&k, &dest).map_err(|e| e.to_string())?;
+    fs::create_dir_all(dir.join("boot")).with_context(|| format!("creating {}/boot", dir.display()))?;
+    let k = find(&tmp).context("the kernel package holds no boot/vmlinuz-*")?;
+    let dest = dir.join("boot").join(k.file_name().with_context(|| format!("{}: bad kernel name", k.display()))?);
+    fs::copy(&k, &dest).with_context(|| format!("copying {} to {}", k.display(), dest.display()))?;
     let _ = fs::remove_dir_all(&tmp);
     let _ = fs::remove_dir_all(&dl);
     Ok(dest)
@@ -284,9 +334,9 @@ fn build_tests(root: &Path, features: Option<&str>) -> Result<Vec<(String, PathB
     if let Some(f) = features {
         cmd.args(["--features", f]);
     }
-    let out = cmd.current_dir(root).stderr(Stdio::inherit()).output().map_err(|e| format!("running cargo: {e}"))?;
+    let out = cmd.current_dir(root).stderr(Stdio::inherit()).output().context("running cargo")?;
     if !out.status.success() {
-        return Err("building the numa_vm tests failed".to_owned());
+        bail!("building the numa_vm tests failed");
     }
     let mut tests = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -304,7 +354,7 @@ fn build_tests(root: &Path, features: Option<&str>) -> Result<Vec<(String, PathB
         }
     }
     if tests.is_empty() {
-        return Err("cargo built no numa_vm test".to_owned());
+        bail!("cargo built no numa_vm test");
     }
     tests.sort();
     Ok(tests)
@@ -329,15 +379,15 @@ fn make_initramfs(work: &Path, busybox: &Path, tests: &[(String, PathBuf)]) -> R
     let dir = work.join("initramfs");
     let _ = fs::remove_dir_all(&dir);
     for d in ["bin", "proc", "sys", "dev", "tmp", "tests"] {
-        fs::create_dir_all(dir.join(d)).map_err(|e| e.to_string())?;
+        fs::create_dir_all(dir.join(d)).with_context(|| format!("creating {}/{d}", dir.display()))?;
     }
-    fs::copy(busybox, dir.join("bin/busybox")).map_err(|e| format!("copying busybox: {e}"))?;
+    fs::copy(busybox, dir.join("bin/busybox")).context("copying busybox")?;
     let mut libs = BTreeSet::new();
     for (name, exe) in tests {
         let dest = dir.join("tests").join(name);
         // Debug info is most of a test binary; the guest does not need it.
         if run(Command::new("objcopy").arg("--strip-debug").arg(exe).arg(&dest)).is_err() {
-            fs::copy(exe, &dest).map_err(|e| format!("copying {}: {e}", exe.display()))?;
+            fs::copy(exe, &dest).with_context(|| format!("copying {}", exe.display()))?;
         }
         for line in run(Command::new("ldd").arg(exe))?.lines() {
             // `libx.so => /lib/…/libx.so (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`.
@@ -350,13 +400,16 @@ fn make_initramfs(work: &Path, busybox: &Path, tests: &[(String, PathBuf)]) -> R
     // The input files the crates ship (yada's meshes, kmeans's points),
     // at the absolute path the test binaries were built to read them from.
     let data = workspace_root()?.join("crates/stamp/data");
-    let inside = dir.join(data.strip_prefix("/").map_err(|e| e.to_string())?);
-    copy_tree(&data, &inside).map_err(|e| format!("copying {} into the guest: {e}", data.display()))?;
+    let inside =
+        dir.join(data.strip_prefix("/").with_context(|| format!("{} is not an absolute path", data.display()))?);
+    copy_tree(&data, &inside).with_context(|| format!("copying {} into the guest", data.display()))?;
     for lib in &libs {
-        let real = fs::canonicalize(lib).map_err(|e| format!("{}: {e}", lib.display()))?;
-        let dest = dir.join(lib.strip_prefix("/").map_err(|e| e.to_string())?);
-        fs::create_dir_all(dest.parent().ok_or("library without a directory")?).map_err(|e| e.to_string())?;
-        fs::copy(&real, &dest).map_err(|e| format!("copying {}: {e}", real.display()))?;
+        let real = fs::canonicalize(lib).with_context(|| format!("resolving {}", lib.display()))?;
+        let dest =
+            dir.join(lib.strip_prefix("/").with_context(|| format!("{} is not an absolute path", lib.display()))?);
+        let parent = dest.parent().with_context(|| format!("{}: a library without a directory", dest.display()))?;
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        fs::copy(&real, &dest).with_context(|| format!("copying {}", real.display()))?;
     }
     let init = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -375,7 +428,7 @@ done
 echo "SKELAFF-VM-DONE $status"
 poweroff -f
 "#;
-    fs::write(dir.join("init"), init).map_err(|e| e.to_string())?;
+    fs::write(dir.join("init"), init).with_context(|| format!("writing {}/init", dir.display()))?;
     run(Command::new("chmod").arg("+x").arg(dir.join("init")))?;
     let cpio = work.join("initramfs.cpio");
     let sh = format!("cd '{}' && find . | cpio -o -H newc --quiet > '{}'", dir.display(), cpio.display());
@@ -464,9 +517,9 @@ fn boot(
         spec.total_nodes(),
         spec.total_cpus()
     );
-    let mut child = cmd.spawn().map_err(|e| format!("starting qemu: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no qemu stdout")?;
-    let mut stderr = child.stderr.take().ok_or("no qemu stderr")?;
+    let mut child = cmd.spawn().context("starting qemu")?;
+    let stdout = child.stdout.take().context("no qemu stdout")?;
+    let mut stderr = child.stderr.take().context("no qemu stderr")?;
     let (tx, rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).split(b'\n') {
@@ -509,17 +562,52 @@ fn boot(
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("timed out after {timeout:?}"));
+                bail!("timed out after {timeout:?}");
             }
         }
     }
     let _ = reader.join();
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait().context("waiting for qemu")?;
     let mut err = String::new();
     let _ = stderr.read_to_string(&mut err);
     match done {
         Some(true) if failures.is_empty() => Ok(()),
-        Some(_) => Err(format!("test binaries failed: {}", failures.join("; "))),
-        None => Err(format!("the guest stopped before finishing (qemu {status}): {}", err.trim())),
+        Some(_) => Err(anyhow!("test binaries failed: {}", failures.join("; "))),
+        None => Err(anyhow!("the guest stopped before finishing (qemu {status}): {}", err.trim())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numa_vm(args: &[&str]) -> NumaVm {
+        let cli = Cli::try_parse_from(["xtask", "numa-vm"].iter().chain(args)).unwrap();
+        match cli.task {
+            Some(Task::NumaVm(a)) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_parser_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn numa_vm_options_parse() {
+        let a = numa_vm(&["--features", "skelaff/mpi"]);
+        assert_eq!((a.features.as_deref(), a.stamp_sweep, a.timeout), (Some("skelaff/mpi"), None, None));
+        assert!(a.topologies.is_empty() && a.only.is_empty());
+        let a = numa_vm(&["--stamp-sweep", "--only", "stamp_locality", "--only", "cg_locality", "--timeout", "60"]);
+        assert_eq!(a.stamp_sweep, Some(None));
+        assert_eq!(a.only, ["stamp_locality", "cg_locality"]);
+        assert_eq!(a.timeout, Some(Duration::from_secs(60)));
+        let a = numa_vm(&["--topology", "numa32/4x2", "--topology", "2x1+1", "--stamp-sweep=labyrinth,yada"]);
+        assert_eq!(a.stamp_sweep, Some(Some("labyrinth,yada".to_owned())));
+        let shapes: Vec<String> = a.topologies.iter().map(|g| g.spec.to_string()).collect();
+        assert_eq!(shapes, ["4x2", "2x1+1"]);
+        assert_eq!(a.topologies[0].machine.as_ref().map(|m| m.name()), Some("numa32/4x2"));
+        assert!(a.topologies[1].machine.is_none());
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
+use crate::{BaselineError, Error};
 
 /// How much a count may grow over its baseline, in percent, before
 /// `check` fails.
@@ -51,9 +51,9 @@ impl Baseline {
     ///
     /// It cannot be read or is not a baseline file.
     pub fn load(path: &Path) -> Result<Baseline, Error> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::Baseline { path: path.into(), message: e.to_string() })?;
-        serde_json::from_str(&text).map_err(|e| Error::Baseline { path: path.into(), message: e.to_string() })
+        let fail = |e: BaselineError| Error::Baseline { path: path.into(), source: e };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.into()))?;
+        serde_json::from_str(&text).map_err(|e| fail(e.into()))
     }
 
     /// Writes the file at `path` (pretty-printed, one scenario a line group).
@@ -62,9 +62,9 @@ impl Baseline {
     ///
     /// It cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| Error::Baseline { path: path.into(), message: e.to_string() })?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::Baseline { path: path.into(), message: e.to_string() })
+        let fail = |e: BaselineError| Error::Baseline { path: path.into(), source: e };
+        let text = serde_json::to_string_pretty(self).map_err(|e| fail(e.into()))?;
+        std::fs::write(path, text + "\n").map_err(|e| fail(e.into()))
     }
 }
 

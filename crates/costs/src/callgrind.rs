@@ -54,8 +54,8 @@ pub fn count(exe: &Path, name: &str, cache_sim: bool) -> Result<Counted, Error> 
         let last = stderr.lines().rfind(|l| !l.starts_with("==")).unwrap_or("").to_owned();
         return Err(Error::Scenario { name: name.to_owned(), status: output.status.to_string(), last });
     }
-    let text = text.map_err(|e| Error::Output { path: out.clone(), message: e.to_string() })?;
-    parse(&text).map_err(|message| Error::Output { path: out, message })
+    let text = text.map_err(|e| Error::Output { path: out.clone(), source: e.into() })?;
+    parse(&text).map_err(|e| Error::Output { path: out, source: e.into() })
 }
 
 /// A file name of this process for scenario `name`'s callgrind output.
@@ -69,18 +69,35 @@ fn out_file(name: &str) -> PathBuf {
 /// # Errors
 ///
 /// A line is missing or is not numbers.
-pub fn parse(text: &str) -> Result<Counted, String> {
+pub fn parse(text: &str) -> Result<Counted, ParseError> {
     let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
-    let events: Vec<&str> = field("events:").ok_or("no `events:` line")?.split_whitespace().collect();
-    let totals = field("summary:").or_else(|| field("totals:")).ok_or("no `summary:` or `totals:` line")?;
+    let events: Vec<&str> = field("events:").ok_or(ParseError::Missing("`events:` line"))?.split_whitespace().collect();
+    let totals =
+        field("summary:").or_else(|| field("totals:")).ok_or(ParseError::Missing("`summary:` or `totals:` line"))?;
     let values: Vec<u64> = totals
         .split_whitespace()
-        .map(|v| v.parse::<u64>().map_err(|e| format!("`{v}` in the totals: {e}")))
+        .map(|v| v.parse::<u64>().map_err(|source| ParseError::Total { given: v.to_owned(), source }))
         .collect::<Result<_, _>>()?;
     // Callgrind leaves out trailing zero columns.
     let get = |name: &str| events.iter().position(|e| *e == name).map(|i| values.get(i).copied().unwrap_or(0));
-    let ir = get("Ir").ok_or("no `Ir` event")?;
+    let ir = get("Ir").ok_or(ParseError::Missing("`Ir` event"))?;
     Ok(Counted { ir, d1_read_misses: get("D1mr"), ll_read_misses: get("DLmr") })
+}
+
+/// What is wrong with a callgrind output file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// A line or event it must have is not there.
+    #[error("no {0}")]
+    Missing(&'static str),
+    /// A value of the totals that is not a count.
+    #[error("`{given}` in the totals is not a count")]
+    Total {
+        /// The value.
+        given: String,
+        /// Why it does not parse.
+        source: std::num::ParseIntError,
+    },
 }
 
 #[cfg(test)]
@@ -101,9 +118,9 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_read() {
-        assert!(parse("summary: 5\n").unwrap_err().contains("events"));
-        assert!(parse("events: Ir\n").unwrap_err().contains("summary"));
-        assert!(parse("events: Ir\nsummary: x\n").unwrap_err().contains("`x`"));
-        assert!(parse("events: Dr\nsummary: 5\n").unwrap_err().contains("Ir"));
+        assert!(parse("summary: 5\n").unwrap_err().to_string().contains("events"));
+        assert!(parse("events: Ir\n").unwrap_err().to_string().contains("summary"));
+        assert!(parse("events: Ir\nsummary: x\n").unwrap_err().to_string().contains("`x`"));
+        assert!(parse("events: Dr\nsummary: 5\n").unwrap_err().to_string().contains("Ir"));
     }
 }

@@ -45,9 +45,17 @@ pub trait IntSet: Sync {
     /// # Errors
     ///
     /// What is wrong with the structure.
-    fn verify(&self) -> Result<(), String> {
+    fn verify(&self) -> Result<(), BrokenSet> {
         Ok(())
     }
+}
+
+/// A set whose structural check failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the set's structure is broken: {invariant}")]
+pub struct BrokenSet {
+    /// The broken invariant, as the collection's own check describes it.
+    pub invariant: String,
 }
 
 /// The driver's generator: xorshift64 (TinySTM's intset uses its own
@@ -255,7 +263,7 @@ macro_rules! stm_set {
             fn size(&self) -> usize {
                 stm::atomically(|tx| self.set.len(tx))
             }
-            fn verify(&self) -> Result<(), String> {
+            fn verify(&self) -> Result<(), BrokenSet> {
                 #[allow(clippy::redundant_closure_call)]
                 ($verify)(&self.set)
             }
@@ -265,6 +273,12 @@ macro_rules! stm_set {
 
 stm_set!(TList<u64, ()>, |_: &TList<u64, ()>| Ok(()));
 stm_set!(THashMap<u64, (), KnuthBuild>, |_: &THashMap<u64, (), KnuthBuild>| Ok(()));
-stm_set!(TMap<u64, ()>, |m: &TMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
-stm_set!(TBTreeMap<u64, ()>, |m: &TBTreeMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
-stm_set!(TSkipMap<u64, ()>, |m: &TSkipMap<u64, ()>| stm::atomically(|tx| m.verify(tx)).map(|_| ()));
+stm_set!(TMap<u64, ()>, |m: &TMap<u64, ()>| broken(stm::atomically(|tx| m.verify(tx))));
+stm_set!(TBTreeMap<u64, ()>, |m: &TBTreeMap<u64, ()>| broken(stm::atomically(|tx| m.verify(tx))));
+stm_set!(TSkipMap<u64, ()>, |m: &TSkipMap<u64, ()>| broken(stm::atomically(|tx| m.verify(tx))));
+
+/// A collection's structural check (its size, or the broken invariant it
+/// describes) as [`IntSet::verify`]'s result.
+fn broken(check: Result<usize, String>) -> Result<(), BrokenSet> {
+    check.map(drop).map_err(|invariant| BrokenSet { invariant })
+}

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// valgrind could not be started.
-    #[error("cannot run valgrind (install Debian's `valgrind`; scripts/setup.sh does): {source}")]
+    #[error("cannot run valgrind (install Debian's `valgrind`; scripts/setup.sh does)")]
     Valgrind {
         /// What the OS said.
         source: std::io::Error,
@@ -57,20 +57,20 @@ pub enum Error {
         last: String,
     },
     /// Callgrind's output file could not be read.
-    #[error("cannot read callgrind's output {path}: {message}")]
+    #[error("cannot read callgrind's output {path}")]
     Output {
         /// The file.
         path: PathBuf,
         /// What was wrong.
-        message: String,
+        source: OutputError,
     },
     /// The baseline file could not be read or written.
-    #[error("baseline file {path}: {message}")]
+    #[error("baseline file {path}")]
     Baseline {
         /// The file.
         path: PathBuf,
         /// What was wrong.
-        message: String,
+        source: BaselineError,
     },
     /// A scenario name that does not exist.
     #[error("no scenario `{given}`; the scenarios are: {known}")]
@@ -80,4 +80,26 @@ pub enum Error {
         /// The names that exist.
         known: String,
     },
+}
+
+/// Why callgrind's output file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// It was read but is not what callgrind writes.
+    #[error(transparent)]
+    Parse(#[from] callgrind::ParseError),
+}
+
+/// Why the baseline file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// The file could not be read or written.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// It is not a baseline file (or the baselines cannot be written as JSON).
+    #[error("not a baseline file")]
+    Json(#[from] serde_json::Error),
 }

@@ -252,7 +252,7 @@ fn main() -> ExitCode {
             Some(s) => match s.run() {
                 Ok(()) => Ok(true),
                 Err(e) => {
-                    eprintln!("skelaff-costs: scenario {scenario}: {e}");
+                    eprintln!("skelaff-costs: scenario {scenario}: {:#}", anyhow::Error::from(e));
                     Ok(false)
                 }
             },
@@ -263,7 +263,8 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("skelaff-costs: {e}");
+            // The error and its causes, on one line.
+            eprintln!("skelaff-costs: {:#}", anyhow::Error::from(e));
             ExitCode::from(2)
         }
     }

@@ -6,7 +6,34 @@
 use skelaff_stamp::vacation::{ClientBench, VacationArgs};
 use skelaff_stm::{Config, TVar, TxError, TxOps, atomically, atomically_with, try_atomically};
 
-use crate::intset::{Counts, IntSet, Mix, Rng, StmSet, fill};
+use crate::intset::{BrokenSet, Counts, IntSet, Mix, Rng, StmSet, fill};
+
+/// Why a scenario's run failed: the counted work was not what it claims to be.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// The operations' result is wrong.
+    #[error("{what} are not what the operations must give")]
+    WrongResult {
+        /// What was checked.
+        what: &'static str,
+    },
+    /// The set's structure is broken after the operations.
+    #[error(transparent)]
+    BrokenSet(#[from] BrokenSet),
+    /// More operations than vacation's client numbers.
+    #[error("{ops} transactions: fewer than {} please", u32::MAX)]
+    TooManyOperations {
+        /// The operations asked for.
+        ops: u64,
+    },
+    /// Vacation's clients could not be set up.
+    #[error("setting up vacation's clients")]
+    VacationSetup(#[source] skelaff_stamp::AppError),
+    /// Vacation's tables are inconsistent after the run.
+    #[error("vacation's tables after the run: {0}")]
+    VacationCheck(String),
+}
 
 /// One measured scenario.
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +45,7 @@ pub struct Scenario {
     /// Operations counted: the instructions per operation are the count
     /// divided by this.
     pub ops: u64,
-    run: fn(u64) -> Result<(), String>,
+    run: fn(u64) -> Result<(), ScenarioError>,
 }
 
 impl Scenario {
@@ -29,7 +56,7 @@ impl Scenario {
     ///
     /// The scenario's own check failed: the counted work was not what it
     /// claims to be.
-    pub fn run(&self) -> Result<(), String> {
+    pub fn run(&self) -> Result<(), ScenarioError> {
         (self.run)(self.ops)
     }
 }
@@ -118,7 +145,7 @@ fn spread_words(n: usize) -> Vec<[TVar<u64>; 4]> {
     (0..n as u64).map(|i| [TVar::new(i), TVar::new(0), TVar::new(0), TVar::new(0)]).collect()
 }
 
-fn reads(ops: u64) -> Result<(), String> {
+fn reads(ops: u64) -> Result<(), ScenarioError> {
     let words = spread_words(WORDS);
     let read_all = || atomically(|tx| words.iter().try_fold(0u64, |s, w| Ok(s + tx.read(&w[0])?)));
     let expected = read_all();
@@ -127,7 +154,7 @@ fn reads(ops: u64) -> Result<(), String> {
     check(sums == expected * rounds, "the reads' sums")
 }
 
-fn reads_read_only(ops: u64) -> Result<(), String> {
+fn reads_read_only(ops: u64) -> Result<(), ScenarioError> {
     let words = spread_words(WORDS);
     let ro = Config::new().read_only();
     let read_all = || atomically_with(&ro, |tx| words.iter().try_fold(0u64, |s, w| Ok(s + tx.read(&w[0])?)));
@@ -147,7 +174,7 @@ impl From<TxError> for Abandon {
     }
 }
 
-fn writes(ops: u64) -> Result<(), String> {
+fn writes(ops: u64) -> Result<(), ScenarioError> {
     let words = spread_words(WORDS);
     let write_all = |k: u64| {
         try_atomically(|tx| {
@@ -167,14 +194,14 @@ fn writes(ops: u64) -> Result<(), String> {
     check(words.iter().enumerate().all(|(i, w)| w[0].load() == i as u64), "rolled-back writes leave the words")
 }
 
-fn commit_read_only(ops: u64) -> Result<(), String> {
+fn commit_read_only(ops: u64) -> Result<(), ScenarioError> {
     let v = TVar::new(7u64);
     atomically(|tx| tx.read(&v));
     let sum = costs_measured(|| (0..ops).map(|_| atomically(|tx| tx.read(&v))).sum::<u64>());
     check(sum == 7 * ops, "the read-only transactions' sum")
 }
 
-fn commit_update(ops: u64) -> Result<(), String> {
+fn commit_update(ops: u64) -> Result<(), ScenarioError> {
     let v = TVar::new(0u64);
     atomically(|tx| tx.update(&v, |x| x + 1));
     costs_measured(|| {
@@ -188,7 +215,7 @@ fn commit_update(ops: u64) -> Result<(), String> {
 /// Fills `set` with `initial` values of `1..=2 * initial` (seed 1), runs one
 /// uncounted operation, then `ops` counted ones; checks the size and the
 /// structure.
-fn intset(set: impl IntSet, initial: u64, ops: u64) -> Result<(), String> {
+fn intset(set: impl IntSet, initial: u64, ops: u64) -> Result<(), ScenarioError> {
     let range = 2 * initial;
     let mut rng = Rng::new(1);
     fill(&set, initial, range, &mut rng);
@@ -205,15 +232,16 @@ fn intset(set: impl IntSet, initial: u64, ops: u64) -> Result<(), String> {
     check(set.size() as i64 == expected, "the set's size")
 }
 
-fn vacation_client(ops: u64) -> Result<(), String> {
+fn vacation_client(ops: u64) -> Result<(), ScenarioError> {
     let args = VacationArgs { number: 2, queries: 90, user: 98, relations: 16384, ..VacationArgs::default() };
-    let mut bench = ClientBench::new(&args).map_err(|e| e.to_string())?;
-    let end = u32::try_from(ops + 1).map_err(|_| format!("{ops} transactions: fewer than {} please", u32::MAX))?;
+    let mut bench = ClientBench::new(&args).map_err(ScenarioError::VacationSetup)?;
+    let end = u32::try_from(ops + 1).map_err(|_| ScenarioError::TooManyOperations { ops })?;
     bench.run(0..1);
     costs_measured(|| bench.run(1..end));
-    bench.check(args.relations).map(drop)
+    // The check describes an inconsistency in words (skelaff-stamp's API).
+    bench.check(args.relations).map(drop).map_err(|e| ScenarioError::VacationCheck(e.to_string()))
 }
 
-fn check(ok: bool, what: &str) -> Result<(), String> {
-    if ok { Ok(()) } else { Err(format!("{what} are not what the operations must give")) }
+fn check(ok: bool, what: &'static str) -> Result<(), ScenarioError> {
+    if ok { Ok(()) } else { Err(ScenarioError::WrongResult { what }) }
 }

@@ -25,8 +25,11 @@ mod lex;
 mod tree;
 
 use std::collections::BTreeSet;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use tree::{Crate, Evidence};
 
@@ -61,7 +64,7 @@ pub(crate) struct CrateReport {
 /// # Errors
 ///
 /// When the root file cannot be read.
-pub(crate) fn check_crate(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Result<CrateReport, String> {
+pub(crate) fn check_crate(root: &Path, read: &dyn Fn(&Path) -> io::Result<String>) -> Result<CrateReport> {
     let krate = Crate::read(root, read)?;
     let evidence = krate.edges();
     let edges: BTreeSet<(usize, usize)> = evidence.keys().copied().collect();
@@ -92,14 +95,14 @@ pub(crate) fn check_crate(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -
 
 /// Runs the check over the crates whose root files `args` name, or, with
 /// none, over every target of every workspace package.
-fn check(args: &[String]) -> Result<(), String> {
+fn check(args: &[String]) -> Result<()> {
     if let Some(a) = args.iter().find(|a| a.starts_with('-')) {
-        return Err(format!("import-cycles: unknown option `{a}`; usage: cargo import-cycles [CRATE_ROOT.rs]..."));
+        bail!("unknown option `{a}`; usage: cargo import-cycles [CRATE_ROOT.rs]...");
     }
     let root = workspace_root();
     let targets =
         if args.is_empty() { targets(&root)? } else { args.iter().map(|a| (a.clone(), PathBuf::from(a))).collect() };
-    let read = |p: &Path| std::fs::read_to_string(p).ok();
+    let read = |p: &Path| std::fs::read_to_string(p);
     let rel = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
     let (mut total, mut crates_with) = (0, 0);
     for (label, src) in &targets {
@@ -135,7 +138,7 @@ fn check(args: &[String]) -> Result<(), String> {
         }
     }
     println!("import-cycles: {total} circle(s) in {crates_with} of {} crate targets", targets.len());
-    if total == 0 { Ok(()) } else { Err(format!("{total} import circle(s) between modules; see above")) }
+    if total == 0 { Ok(()) } else { Err(anyhow!("{total} import circle(s) between modules; see above")) }
 }
 
 /// The workspace's root: two levels above this package's manifest.
@@ -155,7 +158,7 @@ fn main() -> ExitCode {
     match check(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("import-cycles: {e}");
+            eprintln!("import-cycles: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -163,21 +166,20 @@ fn main() -> ExitCode {
 
 /// Every target of the workspace's packages: a label and its root file,
 /// from `cargo metadata`.
-fn targets(root: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+fn targets(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let out = Command::new(cargo)
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .current_dir(root)
         .output()
-        .map_err(|e| format!("running cargo metadata: {e}"))?;
+        .context("running cargo metadata")?;
     if !out.status.success() {
-        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("reading cargo metadata's output: {e}"))?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
     let mut seen = BTreeSet::new();
     let mut targets = Vec::new();
-    for pkg in meta["packages"].as_array().ok_or("cargo metadata: no packages")? {
+    for pkg in meta["packages"].as_array().context("cargo metadata: no packages")? {
         for t in pkg["targets"].as_array().into_iter().flatten() {
             let (Some(src), Some(name)) = (t["src_path"].as_str(), t["name"].as_str()) else { continue };
             let kind = t["kind"].as_array().and_then(|k| k.first()).and_then(|k| k.as_str()).unwrap_or("?");
@@ -199,7 +201,8 @@ mod tests {
     /// Checks the crate made of `files` (path, source), rooted at `src/lib.rs`.
     fn check(files: &[(&str, &str)]) -> CrateReport {
         let files: BTreeMap<PathBuf, String> = files.iter().map(|(p, s)| (PathBuf::from(p), (*s).to_owned())).collect();
-        check_crate(Path::new("src/lib.rs"), &|p| files.get(p).cloned()).unwrap()
+        check_crate(Path::new("src/lib.rs"), &|p| files.get(p).cloned().ok_or_else(|| io::ErrorKind::NotFound.into()))
+            .unwrap()
     }
 
     fn cycles(r: &CrateReport) -> Vec<Vec<String>> {

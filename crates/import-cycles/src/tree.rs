@@ -25,7 +25,10 @@
 //! `#[cfg]`; `#[path]` is followed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io;
 use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 
 use super::lex::{Kind, Token, tokens};
 
@@ -81,8 +84,8 @@ pub(super) struct Crate {
 
 impl Crate {
     /// Reads the crate whose root file is `root`, reading files with `read`.
-    pub(super) fn read(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Result<Crate, String> {
-        let src = read(root).ok_or_else(|| format!("cannot read {}", root.display()))?;
+    pub(super) fn read(root: &Path, read: &dyn Fn(&Path) -> io::Result<String>) -> anyhow::Result<Crate> {
+        let src = read(root).with_context(|| format!("cannot read {}", root.display()))?;
         let mut krate = Crate { modules: vec![Module::default()], missing: Vec::new() };
         let dir = root.parent().unwrap_or(Path::new("")).to_path_buf();
         krate.parse_file(0, root, &src, dir, read);
@@ -110,7 +113,7 @@ impl Crate {
         file: &Path,
         src: &str,
         child_dir: PathBuf,
-        read: &dyn Fn(&Path) -> Option<String>,
+        read: &dyn Fn(&Path) -> io::Result<String>,
     ) {
         let toks = tokens(src);
         let file_dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
@@ -187,7 +190,7 @@ impl Crate {
                                 Some(p) => vec![dir.join(p)],
                                 None => vec![dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")],
                             };
-                            match candidates.iter().find_map(|p| read(p).map(|s| (p, s))) {
+                            match candidates.iter().find_map(|p| read(p).ok().map(|s| (p, s))) {
                                 Some((p, s)) => {
                                     let sub = if p.file_name().is_some_and(|f| f == "mod.rs") {
                                         p.parent().unwrap_or(Path::new("")).to_path_buf()

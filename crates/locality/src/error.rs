@@ -99,6 +99,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A profile record with a field out of range.
+    #[error("{what}: record {index}: {field}")]
+    BadRecordField {
+        /// Where the bytes came from.
+        what: String,
+        /// The record's position.
+        index: u64,
+        /// The field and what it may be.
+        field: RecordError,
+    },
     /// A profile or plan from another machine than the one asked for.
     #[error(
         "{what} was recorded on machine {found}, not on {expected}; compute its figures with that machine's distances or record it again on {expected}"
@@ -163,3 +173,14 @@ impl Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A profile record's field that is out of range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The access kind byte.
+    #[error("access kind {0}; 0 (read) and 1 (write) are allowed")]
+    Kind(u8),
+    /// The reserved byte.
+    #[error("reserved byte is {0}; it must be 0")]
+    Reserved(u8),
+}

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, RecordError, Result};
 use crate::machine::Machine;
 use crate::profile::{Access, AccessKind, Profile, ProfileHeader};
 
@@ -56,17 +56,17 @@ fn encode(a: &Access) -> [u8; RECORD_BYTES] {
     r
 }
 
-fn decode(r: &[u8; RECORD_BYTES]) -> std::result::Result<Access, String> {
+fn decode(r: &[u8; RECORD_BYTES]) -> std::result::Result<Access, RecordError> {
     let u64_at =
         |i: usize| u64::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3], r[i + 4], r[i + 5], r[i + 6], r[i + 7]]);
     let u16_at = |i: usize| u16::from_le_bytes([r[i], r[i + 1]]);
     let kind = match r[22] {
         0 => AccessKind::Read,
         1 => AccessKind::Write,
-        k => return Err(format!("access kind {k}; 0 (read) and 1 (write) are allowed")),
+        k => return Err(RecordError::Kind(k)),
     };
     if r[23] != 0 {
-        return Err(format!("reserved byte is {}; it must be 0", r[23]));
+        return Err(RecordError::Reserved(r[23]));
     }
     let home = u16_at(20);
     Ok(Access {
@@ -128,7 +128,8 @@ impl Profile {
     ///
     /// [`Error::NotAFile`], [`Error::UnsupportedVersion`],
     /// [`Error::BadHeader`], [`Error::Truncated`], [`Error::TrailingData`],
-    /// [`Error::BadRecord`] or [`Error::Io`], each saying what was found.
+    /// [`Error::BadRecord`], [`Error::BadRecordField`] or [`Error::Io`], each
+    /// saying what was found.
     pub fn read_from(r: impl Read, what: &str) -> Result<Profile> {
         let mut r = BufReader::new(r);
         let first = read_line(&mut r, 64, what)?;
@@ -159,7 +160,7 @@ impl Profile {
             if got < RECORD_BYTES {
                 return Err(Error::Truncated { what: what.into(), expected, found: index, partial: got });
             }
-            let a = decode(&buf).map_err(|reason| Error::BadRecord { what: what.into(), index, reason })?;
+            let a = decode(&buf).map_err(|field| Error::BadRecordField { what: what.into(), index, field })?;
             let bad = |reason: String| Error::BadRecord { what: what.into(), index, reason };
             if a.thread >= header.threads {
                 return Err(bad(format!("thread {} but the header says {} threads", a.thread, header.threads)));

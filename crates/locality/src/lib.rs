@@ -18,7 +18,7 @@ mod schemes;
 
 pub use board::SampleBoard;
 pub use cost::{CostModel, LocalityFigures};
-pub use error::{Error, Result};
+pub use error::{Error, RecordError, Result};
 pub use footprint::{Footprint, FootprintCell, SharingRow};
 pub use format::RECORD_BYTES;
 pub use kernel::{Applied, page_nodes};

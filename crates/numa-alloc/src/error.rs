@@ -181,11 +181,67 @@ pub enum Error {
         reason: String,
     },
     /// hwloc could not build the topology.
-    #[error("cannot read the machine topology from hwloc: {0}")]
-    Topology(String),
+    #[error("cannot read the machine topology from hwloc ({doing})")]
+    Topology {
+        /// What was being done.
+        doing: &'static str,
+        /// What hwloc reported.
+        #[source]
+        source: HwlocError,
+    },
+    /// A node's memory counters (its `meminfo` file) could not be read.
+    #[error("cannot read NUMA node {node}'s memory from {path}; is node {node} one of this machine's nodes?")]
+    NodeMemoryUnreadable {
+        /// The node.
+        node: usize,
+        /// The file.
+        path: String,
+        /// What the read of the file failed with.
+        #[source]
+        source: SysError,
+    },
+    /// A node's `meminfo` file that is not in the form the kernel writes.
+    #[error("{path} (NUMA node {node}'s memory) has no MemTotal/MemFree lines in the expected `NAME: N kB` form")]
+    NodeMemoryFormat {
+        /// The node.
+        node: usize,
+        /// The file.
+        path: String,
+    },
     /// A system call the kernel refused.
     #[error(transparent)]
     Sys(#[from] SysError),
+}
+
+/// What hwloc reported when it could not build the topology: its own
+/// error, kept as the cause of [`Error::Topology`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct HwlocError(HwlocCause);
+
+/// hwloc's error types, one for each call that can fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum HwlocCause {
+    /// `TopologyBuilder::with_flags` refused the flags.
+    #[error(transparent)]
+    Flags(hwlocality::errors::HybridError<hwlocality::errors::FlagsError<hwlocality::topology::builder::BuildFlags>>),
+    /// `TopologyBuilder::build` (`hwloc_topology_load`) failed.
+    #[error(transparent)]
+    Build(hwlocality::errors::RawHwlocError),
+}
+
+impl HwlocError {
+    /// hwloc refused the topology's build flags.
+    pub(crate) fn flags(
+        e: hwlocality::errors::HybridError<hwlocality::errors::FlagsError<hwlocality::topology::builder::BuildFlags>>,
+    ) -> Self {
+        Self(HwlocCause::Flags(e))
+    }
+
+    /// hwloc could not discover the machine.
+    pub(crate) fn build(e: hwlocality::errors::RawHwlocError) -> Self {
+        Self(HwlocCause::Build(e))
+    }
 }
 
 /// A set's error is a parse error, with the same input and reason.

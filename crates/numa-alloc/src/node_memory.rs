@@ -7,7 +7,7 @@
 //! answer is an estimate, as the kernel's own `MemAvailable` is: free pages
 //! plus the page cache and slab the kernel can drop without writing anything.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SysError};
 
 /// One node's memory, in bytes, at the moment it was read.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -36,8 +36,9 @@ impl NodeMemory {
 ///
 /// # Errors
 ///
-/// [`Error::Topology`] naming the file when it cannot be read or lacks the
-/// `MemTotal`/`MemFree` lines (for instance a node that does not exist).
+/// [`Error::NodeMemoryUnreadable`] or [`Error::NodeMemoryFormat`], naming
+/// the file, when it cannot be read or lacks the `MemTotal`/`MemFree`
+/// lines (for instance a node that does not exist).
 ///
 /// # Examples
 ///
@@ -51,22 +52,22 @@ impl NodeMemory {
 /// ```
 pub fn node_memory(node: usize) -> Result<NodeMemory> {
     let path = format!("/sys/devices/system/node/node{node}/meminfo");
+    // What reading `path` failed with, as the errno it set.
+    let unreadable = |path: String, e: std::io::Error| Error::NodeMemoryUnreadable {
+        node,
+        path,
+        source: SysError::new("read", e.raw_os_error().unwrap_or(libc::EIO)),
+    };
     let (path, text) = match std::fs::read_to_string(&path) {
         Ok(t) => (path, t),
         Err(_) if node == 0 && !std::path::Path::new("/sys/devices/system/node").exists() => {
             let p = "/proc/meminfo".to_owned();
-            let t = std::fs::read_to_string(&p).map_err(|e| Error::Topology(format!("cannot read {p}: {e}")))?;
+            let t = std::fs::read_to_string(&p).map_err(|e| unreadable(p.clone(), e))?;
             (p, t)
         }
-        Err(e) => {
-            return Err(Error::Topology(format!(
-                "cannot read {path} ({e}); is node {node} one of this machine's nodes?"
-            )));
-        }
+        Err(e) => return Err(unreadable(path, e)),
     };
-    parse_meminfo(node, &text).ok_or_else(|| {
-        Error::Topology(format!("{path} has no MemTotal/MemFree lines in the expected `NAME: N kB` form"))
-    })
+    parse_meminfo(node, &text).ok_or(Error::NodeMemoryFormat { node, path })
 }
 
 /// Parses meminfo text: lines `Node 0 MemFree:  123 kB` (sysfs) or

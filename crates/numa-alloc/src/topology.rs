@@ -7,7 +7,7 @@ use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::BuildFlags;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, HwlocError, Result};
 use crate::sets::{CpuSet, MAX_NODES, NodeSet};
 use crate::sys;
 
@@ -154,9 +154,12 @@ impl Topology {
     pub fn from_hwloc() -> Result<Topology> {
         let hw = hwlocality::Topology::builder()
             .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-            .map_err(|e| Error::Topology(e.to_string()))?
+            .map_err(|e| Error::Topology {
+                doing: "setting its build flags (INCLUDE_DISALLOWED)",
+                source: HwlocError::flags(e),
+            })?
             .build()
-            .map_err(|e| Error::Topology(e.to_string()))?;
+            .map_err(|e| Error::Topology { doing: "discovering the machine", source: HwlocError::build(e) })?;
 
         let mut nodes: Vec<NumaNode> = hw
             .objects_with_type(ObjectType::NUMANode)

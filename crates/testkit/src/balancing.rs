@@ -9,6 +9,28 @@ use std::path::Path;
 /// The switch of automatic NUMA balancing.
 pub const SWITCH: &str = "/proc/sys/kernel/numa_balancing";
 
+/// What failed while reading the counters or switching balancing on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `/proc/vmstat` could not be read.
+    #[error("cannot read /proc/vmstat")]
+    Vmstat(#[source] std::io::Error),
+    /// The switch exists but could not be written (balancing needs root).
+    #[error("enabling NUMA balancing (writing 1 to {SWITCH}; this needs root)")]
+    Enable(#[source] std::io::Error),
+}
+
+/// The text of a [`Suite::check`](crate::Suite::check)'s failure: the error and its cause.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        match std::error::Error::source(&e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        }
+    }
+}
+
 /// The kernel's NUMA-balancing counters (system-wide).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Vmstat {
@@ -29,8 +51,8 @@ impl Vmstat {
     /// # Errors
     ///
     /// When `/proc/vmstat` cannot be read.
-    pub fn read() -> Result<Vmstat, String> {
-        let text = std::fs::read_to_string("/proc/vmstat").map_err(|e| format!("/proc/vmstat: {e}"))?;
+    pub fn read() -> Result<Vmstat, Error> {
+        let text = std::fs::read_to_string("/proc/vmstat").map_err(Error::Vmstat)?;
         Ok(Vmstat::parse(&text))
     }
 
@@ -82,7 +104,7 @@ impl Balancing {
     /// # Errors
     ///
     /// When the switch exists but cannot be written.
-    pub fn enable_fast() -> Result<Option<Balancing>, String> {
+    pub fn enable_fast() -> Result<Option<Balancing>, Error> {
         if !Path::new(SWITCH).exists() {
             return Ok(None);
         }
@@ -100,7 +122,7 @@ impl Balancing {
             }
         }
         let on = Balancing { saved };
-        std::fs::write(SWITCH, "1").map_err(|e| format!("enabling NUMA balancing: {e}"))?;
+        std::fs::write(SWITCH, "1").map_err(Error::Enable)?;
         Ok(Some(on))
     }
 }
@@ -127,5 +149,12 @@ mod tests {
         assert_eq!(d, Vmstat { hint_faults: 20, hint_faults_local: 15, pages_migrated: 2, pte_updates: 0 });
         assert_eq!(d.local_share(), Some(0.75));
         assert_eq!(Vmstat::parse("nr_free_pages 5\n").local_share(), None, "no balancing counters: no share");
+    }
+
+    #[test]
+    fn a_checks_failure_text_has_the_cause() {
+        let e = Error::Enable(std::io::Error::from_raw_os_error(libc::EACCES));
+        let text = String::from(e);
+        assert!(text.starts_with("enabling NUMA balancing") && text.contains("Permission denied"), "{text}");
     }
 }

@@ -7,7 +7,6 @@
 //! kernel command line carries `skelaff.topology=NODESxCPUS[+MEMONLY]` and
 //! `skelaff.node_mib=MIB`, which [`GuestSpec::from_cmdline`] reads.
 
-use std::fmt::Write as _;
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -91,6 +90,10 @@ impl FromStr for GuestSpec {
 
 /// Runs named checks, prints `ok NAME` or `FAIL NAME: why`, and turns the
 /// outcome into an exit code. A check that panics counts as failed.
+///
+/// A check's error is the text of its `FAIL` line: this crate's errors
+/// ([`MisplacedPages`], [`balancing::Error`](crate::balancing::Error))
+/// convert to it with their causes, so a check can use `?` on them.
 #[derive(Debug)]
 pub struct Suite {
     name: String,
@@ -135,25 +138,65 @@ impl Suite {
     }
 }
 
-/// Describes misplaced pages (from [`Placement::mismatches`](skelaff_numa_alloc::Placement::mismatches)),
-/// the first 16 in full; `Ok` when there are none.
+/// Pages that are not on the node they should be on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MisplacedPages {
+    /// What the pages hold.
+    pub what: String,
+    /// The pages checked.
+    pub total: usize,
+    /// Each misplaced page: its index, the node it should be on, where it is.
+    pub pages: Vec<(usize, usize, PageLocation)>,
+}
+
+/// `WHAT: N of TOTAL pages misplaced:` and the first 16 pages in full.
+impl std::fmt::Display for MisplacedPages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} of {} pages misplaced:", self.what, self.pages.len(), self.total)?;
+        for (page, want, got) in self.pages.iter().take(16) {
+            write!(f, " [page {page}: want node {want}, got {got:?}]")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for MisplacedPages {}
+
+/// The text of a [`Suite::check`]'s failure.
+impl From<MisplacedPages> for String {
+    fn from(e: MisplacedPages) -> String {
+        e.to_string()
+    }
+}
+
+/// Checks for misplaced pages (from [`Placement::mismatches`](skelaff_numa_alloc::Placement::mismatches)).
 ///
 /// # Errors
 ///
-/// The description, when some page is misplaced.
+/// [`MisplacedPages`], when some page is misplaced.
+pub fn misplaced_pages(
+    what: &str,
+    total: usize,
+    mismatches: &[(usize, usize, PageLocation)],
+) -> Result<(), MisplacedPages> {
+    if mismatches.is_empty() {
+        return Ok(());
+    }
+    Err(MisplacedPages { what: what.to_owned(), total, pages: mismatches.to_vec() })
+}
+
+/// [`misplaced_pages`] as a [`Suite::check`]'s result: `Ok` when no page
+/// is misplaced, else the text of the check's `FAIL` line.
+///
+/// # Errors
+///
+/// The description of the misplaced pages, the first 16 in full.
 pub fn expect_no_mismatches(
     what: &str,
     total: usize,
     mismatches: &[(usize, usize, PageLocation)],
 ) -> Result<(), String> {
-    if mismatches.is_empty() {
-        return Ok(());
-    }
-    let mut s = format!("{what}: {} of {total} pages misplaced:", mismatches.len());
-    for (page, want, got) in mismatches.iter().take(16) {
-        let _ = write!(s, " [page {page}: want node {want}, got {got:?}]");
-    }
-    Err(s)
+    Ok(misplaced_pages(what, total, mismatches)?)
 }
 
 #[cfg(test)]
@@ -178,6 +221,8 @@ mod tests {
         assert!(expect_no_mismatches("x", 3, &[]).is_ok());
         let e = expect_no_mismatches("bind", 3, &[(2, 1, PageLocation::Node(0))]).unwrap_err();
         assert!(e.contains("1 of 3 pages") && e.contains("page 2: want node 1"), "{e}");
+        let e = misplaced_pages("bind", 3, &[(2, 1, PageLocation::Node(0))]).unwrap_err();
+        assert_eq!((e.total, e.pages.len()), (3, 1));
     }
 
     #[test]

@@ -12,4 +12,4 @@ pub mod guest;
 mod sys;
 
 pub use child::{ChildExit, run_in_child};
-pub use guest::{GuestSpec, GuestSpecError, Suite, expect_no_mismatches};
+pub use guest::{GuestSpec, GuestSpecError, MisplacedPages, Suite, expect_no_mismatches, misplaced_pages};

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context as _, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use skelaff::stamp::peer::Comparison;
@@ -139,7 +140,7 @@ struct Report<'a> {
     plots: Vec<String>,
 }
 
-pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
+pub(crate) fn experiment(args: &Args) -> Result<bool> {
     let registry = stamp::registry();
     let names: Vec<&str> = registry.iter().map(|e| e.name).collect();
     let apps: Vec<Entry> =
@@ -150,36 +151,36 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
                 .iter()
                 .map(|name| {
                     registry.iter().copied().find(|e| e.name == name).ok_or_else(|| {
-                        format!("unknown application `{name}`; the applications are: {}", names.join(", "))
+                        anyhow!("unknown application `{name}`; the applications are: {}", names.join(", "))
                     })
                 })
-                .collect::<Result<_, _>>()?
+                .collect::<Result<_>>()?
         };
     if apps.is_empty() {
-        return Err("no applications to run".to_owned());
+        bail!("no applications to run");
     }
     let threads = if args.threads.is_empty() { default_threads() } else { args.threads.clone() };
     if threads.contains(&0) {
-        return Err("thread counts must be at least 1".to_owned());
+        bail!("thread counts must be at least 1");
     }
     if args.policies.is_empty() {
-        return Err("no page policies given".to_owned());
+        bail!("no page policies given");
     }
     let peer = match &args.peer {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("--peer {}: {e}", p.display()))?;
-            Some(serde_json::from_str::<Comparison>(&text).map_err(|e| format!("--peer {}: {e}", p.display()))?)
+            let text = std::fs::read_to_string(p).with_context(|| format!("--peer {}", p.display()))?;
+            Some(serde_json::from_str::<Comparison>(&text).with_context(|| format!("--peer {}", p.display()))?)
         }
         None => None,
     };
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("creating {}: {e}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
 
     let per_app = 1 + threads.len() * args.policies.len();
     let total = (apps.len() * per_app) as u64 * u64::from(args.runs);
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
-            .map_err(|e| e.to_string())?
+            .context("the progress bar's template")?
             .progress_chars("=> "),
     );
     let mut rows = Vec::new();
@@ -210,7 +211,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
                     Some(a) => (app.run_args)(a, *t, common),
                     None => (app.run_small)(*t, common),
                 }
-                .map_err(|e| format!("{} {policy} x{t}: {e}", app.name))?;
+                .with_context(|| format!("{} {policy} x{t}", app.name))?;
                 if let Err(why) = &outcome.check {
                     bar.println(format!("{} {policy} x{t} run {run}: check FAILED: {why}", app.name));
                 }
@@ -234,18 +235,19 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
     write_csv(&args.out.join("results.csv"), &rows)?;
     let sums = summarize(&rows);
     let table = markdown(&apps, &threads, &args.policies, &sums, args.runs, &used);
-    std::fs::write(args.out.join("results.md"), &table).map_err(|e| e.to_string())?;
+    let md = args.out.join("results.md");
+    std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
     print!("{table}");
     let mut plots = Vec::new();
     for app in &apps {
         let path = args.out.join(format!("speedup-{}.svg", app.name));
         plot::speedup(&path, app.name, &threads, &args.policies, &sums, &rows)
-            .map_err(|e| format!("plotting {}: {e}", path.display()))?;
+            .with_context(|| format!("plotting {}", path.display()))?;
         plots.push(path.display().to_string());
         if let Some(peer) = &peer {
             for w in peer.workloads().into_iter().filter(|w| w.split('-').next() == Some(app.name)) {
                 let path = args.out.join(format!("peer-{w}.svg"));
-                plot::against_peer(&path, &w, peer).map_err(|e| format!("plotting {}: {e}", path.display()))?;
+                plot::against_peer(&path, &w, peer).with_context(|| format!("plotting {}", path.display()))?;
                 plots.push(path.display().to_string());
             }
         }
@@ -267,7 +269,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
             out: args.out.display().to_string(),
             plots,
         };
-        println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
+        println!("{}", serde_json::to_string(&report).context("writing the report as JSON")?);
     }
     if !failed.is_empty() {
         eprintln!("skelaff experiment: {} self-check(s) failed: {}", failed.len(), failed.join("; "));
@@ -284,7 +286,7 @@ fn default_threads() -> Vec<usize> {
     v
 }
 
-fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
+fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
     let mut s = String::from("app,policy,threads,run,seconds,units,commits,aborts,check_passed\n");
     for r in rows {
         let _ = writeln!(
@@ -293,7 +295,7 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
             r.app, r.policy, r.threads, r.run, r.seconds, r.units, r.commits, r.aborts, r.check_passed
         );
     }
-    std::fs::write(path, s).map_err(|e| format!("writing {}: {e}", path.display()))
+    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
 }
 
 fn markdown(

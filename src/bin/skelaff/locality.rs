@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context as _, Result, anyhow, bail};
+
 use skelaff::locality::{Footprint, LocalityTable, Profile, RowKind, RunLocality, Scheme};
 
 /// Options of `skelaff locality`.
@@ -46,10 +48,10 @@ pub(crate) struct FootprintArgs {
     json: bool,
 }
 
-fn default_files() -> Result<Vec<PathBuf>, String> {
+fn default_files() -> Result<Vec<PathBuf>> {
     let dir = Path::new("target/numa-vm");
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}; run `cargo xtask numa-vm` first, or name the files", dir.display()))?
+        .with_context(|| format!("reading {} (run `cargo xtask numa-vm` first, or name the files)", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("locality-") && n.ends_with(".jsonl"))
@@ -57,26 +59,26 @@ fn default_files() -> Result<Vec<PathBuf>, String> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(format!("no locality-*.jsonl in {}; run `cargo xtask numa-vm` first", dir.display()));
+        bail!("no locality-*.jsonl in {}; run `cargo xtask numa-vm` first", dir.display());
     }
     Ok(files)
 }
 
 /// Reads every run of every file.
-fn read_runs(files: &[PathBuf]) -> Result<Vec<RunLocality>, String> {
+fn read_runs(files: &[PathBuf]) -> Result<Vec<RunLocality>> {
     let mut runs = Vec::new();
     for f in files {
-        let text = fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let text = fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let run: RunLocality = serde_json::from_str(line)
-                .map_err(|e| format!("{}:{}: not a locality run: {e}", f.display(), i + 1))?;
+            let run: RunLocality =
+                serde_json::from_str(line).with_context(|| format!("{}:{}: not a locality run", f.display(), i + 1))?;
             runs.push(run);
         }
     }
     Ok(runs)
 }
 
-pub(crate) fn locality(args: &LocalityArgs) -> Result<(), String> {
+pub(crate) fn locality(args: &LocalityArgs) -> Result<()> {
     let files = if args.files.is_empty() { default_files()? } else { args.files.clone() };
     let tables = LocalityTable::gather(&read_runs(&files)?);
     for t in &tables {
@@ -106,7 +108,7 @@ pub(crate) fn locality(args: &LocalityArgs) -> Result<(), String> {
 
 /// Takes this command's own options out of the application's flags (they
 /// may follow APP, where clap hands them over with the rest).
-fn own_options(args: &mut FootprintArgs) -> Result<(), String> {
+fn own_options(args: &mut FootprintArgs) -> Result<()> {
     let mut rest = Vec::new();
     let mut it = std::mem::take(&mut args.args).into_iter();
     while let Some(a) = it.next() {
@@ -114,12 +116,12 @@ fn own_options(args: &mut FootprintArgs) -> Result<(), String> {
             Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
             _ => (a.clone(), None),
         };
-        let mut value = |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs {what}"));
+        let mut value = |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| anyhow!("{name} needs {what}"));
         match name.as_str() {
             "--threads" => {
                 let v = value("a thread count")?;
                 args.threads = Some(
-                    v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--threads `{v}`: expected 1 or more"))?,
+                    v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| anyhow!("--threads `{v}`: expected 1 or more"))?,
                 );
             }
             "--out" => args.out = Some(PathBuf::from(value("a directory")?)),
@@ -129,7 +131,7 @@ fn own_options(args: &mut FootprintArgs) -> Result<(), String> {
                     .parse()
                     .ok()
                     .filter(|n| (1..=100_000).contains(n))
-                    .ok_or_else(|| format!("--bins `{v}`: expected 1 to 100000"))?;
+                    .ok_or_else(|| anyhow!("--bins `{v}`: expected 1 to 100000"))?;
             }
             "--json" => args.json = true,
             _ => rest.push(a),
@@ -140,13 +142,13 @@ fn own_options(args: &mut FootprintArgs) -> Result<(), String> {
 }
 
 /// Runs `app` with its flags and a profile into `out/profile.prof`.
-fn record(app: &str, args: &FootprintArgs, out: &Path) -> Result<PathBuf, String> {
+fn record(app: &str, args: &FootprintArgs, out: &Path) -> Result<PathBuf> {
     let entry = skelaff::stamp::find(app).ok_or_else(|| {
         let names: Vec<&str> = skelaff::stamp::registry().iter().map(|e| e.name).collect();
-        format!("unknown application `{app}`; the applications are: {}", names.join(", "))
+        anyhow!("unknown application `{app}`; the applications are: {}", names.join(", "))
     })?;
     if args.args.iter().any(|a| a == "--profile" || a.starts_with("--profile=")) {
-        return Err("the profile goes to OUT/profile.prof; give --profile only without APP".to_owned());
+        bail!("the profile goes to OUT/profile.prof; give --profile only without APP");
     }
     let path = out.join("profile.prof");
     let mut argv = vec![format!("skelaff footprint {app}")];
@@ -157,30 +159,30 @@ fn record(app: &str, args: &FootprintArgs, out: &Path) -> Result<PathBuf, String
         None => (entry.main)(argv),
     };
     if code != std::process::ExitCode::SUCCESS {
-        return Err(format!("the {app} run failed; no footprint"));
+        bail!("the {app} run failed; no footprint");
     }
     Ok(path)
 }
 
-pub(crate) fn footprint(args: &FootprintArgs) -> Result<(), String> {
+pub(crate) fn footprint(args: &FootprintArgs) -> Result<()> {
     let mut args = args.clone();
     own_options(&mut args)?;
-    let out = args.out.clone().ok_or("--out DIR is required (where the CSV and SVG go)")?;
-    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let out = args.out.clone().context("--out DIR is required (where the CSV and SVG go)")?;
+    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let profile = match (&args.app, &args.profile) {
         (Some(app), _) => record(app, &args, &out)?,
         (None, Some(p)) => p.clone(),
-        (None, None) => return Err("name an application (APP [flags]) or a recorded --profile FILE".to_owned()),
+        (None, None) => bail!("name an application (APP [flags]) or a recorded --profile FILE"),
     };
-    let p = Profile::load(&profile).map_err(|e| e.to_string())?;
+    let p = Profile::load(&profile)?;
     let f = Footprint::new(&p, args.bins);
     let open = |name: &str| {
         let path = out.join(name);
-        fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))
+        fs::File::create(&path).with_context(|| format!("creating {}", path.display()))
     };
-    f.write_cells_csv(open("footprint.csv")?).map_err(|e| e.to_string())?;
-    f.write_sharing_csv(open("sharing.csv")?).map_err(|e| e.to_string())?;
-    f.plot_svg(&out.join("footprint.svg")).map_err(|e| e.to_string())?;
+    f.write_cells_csv(open("footprint.csv")?)?;
+    f.write_sharing_csv(open("sharing.csv")?)?;
+    f.plot_svg(&out.join("footprint.svg"))?;
     print!("{f}");
     println!("wrote footprint.csv, sharing.csv and footprint.svg in {}", out.display());
     if args.json {

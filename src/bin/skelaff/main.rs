@@ -66,7 +66,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => match inspect::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("skelaff: {e}");
+                eprintln!("skelaff: {:#}", anyhow::Error::from(e));
                 ExitCode::FAILURE
             }
         },
@@ -78,19 +78,21 @@ fn main() -> ExitCode {
         Command::Experiment(args) => match experiment::experiment(&args) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
+            // A failure before or between the runs (2); a failed self-check is 1.
             Err(e) => {
-                eprintln!("skelaff experiment: {e}");
+                eprintln!("skelaff experiment: {e:#}");
                 ExitCode::from(2)
             }
         },
     }
 }
 
-fn report(result: Result<(), String>, command: &str) -> ExitCode {
+/// A command's exit: 0, or 1 with its error and the error's causes.
+fn report(result: anyhow::Result<()>, command: &str) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("skelaff {command}: {e}");
+            eprintln!("skelaff {command}: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use anyhow::{Context as _, Result};
+
 use plotters::prelude::*;
 use skelaff::stamp::peer::{Comparison, Side, median};
 use skelaff::worklist::PagePolicy;
@@ -22,57 +24,51 @@ struct Series {
 
 /// Draws `series` against integer thread counts `1..=max_threads`, with a
 /// dashed grey line at 1.
-fn draw(path: &Path, caption: &str, y_desc: &str, max_threads: u32, series: &[Series]) -> Result<(), String> {
+fn draw(path: &Path, caption: &str, y_desc: &str, max_threads: u32, series: &[Series]) -> Result<()> {
     let top = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1).chain(s.spread.iter().map(|p| p.2)))
         .fold(1.0f64, f64::max)
         * 1.15;
     let root = SVGBackend::new(path, (640, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(48)
-        .build_cartesian_2d(0u32..max_threads + 1, 0f64..top)
-        .map_err(|e| e.to_string())?;
+        .build_cartesian_2d(0u32..max_threads + 1, 0f64..top)?;
     chart
         .configure_mesh()
         .x_desc("threads")
         .y_desc(y_desc)
         .x_labels(max_threads as usize + 2)
         .x_label_formatter(&|x| if (1..=max_threads).contains(x) { x.to_string() } else { String::new() })
-        .draw()
-        .map_err(|e| e.to_string())?;
+        .draw()?;
     let grey = RGBColor(128, 128, 128);
     chart
-        .draw_series(DashedLineSeries::new([(0, 1.0), (max_threads + 1, 1.0)], 6, 4, grey.stroke_width(1)))
-        .map_err(|e| e.to_string())?
+        .draw_series(DashedLineSeries::new([(0, 1.0), (max_threads + 1, 1.0)], 6, 4, grey.stroke_width(1)))?
         .label("1 (no faster than sequential)")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey.stroke_width(1)));
     for (i, s) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-            .map_err(|e| e.to_string())?
+            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
             .label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
-        chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(|e| e.to_string())?;
-        chart
-            .draw_series(
-                s.spread.iter().map(|&(t, lo, hi)| PathElement::new(vec![(t, lo), (t, hi)], c.stroke_width(1))),
-            )
-            .map_err(|e| e.to_string())?;
+        chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+        chart.draw_series(
+            s.spread.iter().map(|&(t, lo, hi)| PathElement::new(vec![(t, lo), (t, hi)], c.stroke_width(1))),
+        )?;
     }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
 
 /// `app`'s speedup over its sequential version per policy: medians, and
@@ -85,8 +81,8 @@ pub(crate) fn speedup(
     policies: &[PagePolicy],
     sums: &Summaries,
     rows: &[Row],
-) -> Result<(), String> {
-    let seq = sums.get(&(app, "sequential".to_owned(), 1)).ok_or("no sequential run")?.median_seconds;
+) -> Result<()> {
+    let seq = sums.get(&(app, "sequential".to_owned(), 1)).context("no sequential run")?.median_seconds;
     let series: Vec<Series> = policies
         .iter()
         .map(|p| {
@@ -121,8 +117,8 @@ pub(crate) fn speedup(
 /// Workload `w` of a peer comparison: skelaff's and STAMP's C program's
 /// speedup over STAMP's sequential C program (so both lines share one
 /// baseline: above 1, faster than the C program without threads).
-pub(crate) fn against_peer(path: &Path, w: &str, peer: &Comparison) -> Result<(), String> {
-    let c_seq = median(&peer.times(w, Side::C, None)).ok_or("the peer has no C sequential run")?;
+pub(crate) fn against_peer(path: &Path, w: &str, peer: &Comparison) -> Result<()> {
+    let c_seq = median(&peer.times(w, Side::C, None)).context("the peer has no C sequential run")?;
     let threads = peer.thread_counts();
     let series: Vec<Series> = [(Side::C, "STAMP C on TinySTM"), (Side::Skelaff, "skelaff")]
         .into_iter()

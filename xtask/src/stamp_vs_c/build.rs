@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use anyhow::{Context as _, Result, bail};
+
 use super::workloads::APPS;
 
 /// The binding of STAMP's STM macros to TinySTM (installed as `<stm.h>`).
@@ -20,19 +22,19 @@ pub(crate) struct Sources {
 
 impl Sources {
     /// Checks that the trees look like STAMP's and TinySTM's.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if !self.stamp.join("lib/tm.h").is_file() || !self.stamp.join("common/Makefile.stm").is_file() {
-            return Err(format!(
+            bail!(
                 "{}: not a STAMP source tree (expected lib/tm.h and common/Makefile.stm; e.g. github.com/kozyraki/stamp)",
                 self.stamp.display()
-            ));
+            );
         }
         if !self.tinystm.join("include/stm.h").is_file() || !self.tinystm.join("Makefile").is_file() {
-            return Err(format!(
+            bail!(
                 "{}: not a TinySTM source tree (expected include/stm.h and a Makefile; e.g. \
                  github.com/patrickmarlier/tinystm 1.0.6)",
                 self.tinystm.display()
-            ));
+            );
         }
         Ok(())
     }
@@ -51,23 +53,23 @@ impl Sources {
 }
 
 /// Runs `cmd`, failing with its output's tail.
-pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let out = cmd.output().with_context(|| format!("{what}: cannot start {:?}", cmd.get_program()))?;
     if out.status.success() {
         return Ok(());
     }
     let text = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     let tail: Vec<&str> = text.lines().filter(|l| !l.contains("warning")).rev().take(15).collect();
-    Err(format!("{what} failed ({}):\n{}", out.status, tail.into_iter().rev().collect::<Vec<_>>().join("\n")))
+    bail!("{what} failed ({}):\n{}", out.status, tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
 }
 
 /// Copies the tree `from` to `to` unless `to` exists.
-fn copy_once(from: &Path, to: &Path) -> Result<(), String> {
+fn copy_once(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         return Ok(());
     }
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     run(Command::new("cp").arg("-a").arg(from).arg(to), &format!("copying {}", from.display()))
 }
@@ -106,20 +108,17 @@ const EPOCH_GC: &str = "DEFINES += -DEPOCH_GC";
 /// crashed with a segmentation fault in one of three 2-thread runs on its
 /// standard input. Returns whether the Makefile changed (then everything
 /// built against the old library must be rebuilt).
-fn enable_epoch_gc(tinystm: &Path) -> Result<bool, String> {
+fn enable_epoch_gc(tinystm: &Path) -> Result<bool> {
     let makefile = tinystm.join("Makefile");
-    let text = std::fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()))?;
+    let text = std::fs::read_to_string(&makefile).with_context(|| format!("reading {}", makefile.display()))?;
     if text.lines().any(|l| l.trim() == EPOCH_GC) {
         return Ok(false);
     }
     if !text.lines().any(|l| l.trim() == NO_EPOCH_GC) {
-        return Err(format!(
-            "{}: no `{NO_EPOCH_GC}` line to turn into `{EPOCH_GC}` (is this TinySTM 1.0.x?)",
-            makefile.display()
-        ));
+        bail!("{}: no `{NO_EPOCH_GC}` line to turn into `{EPOCH_GC}` (is this TinySTM 1.0.x?)", makefile.display());
     }
     let patched: Vec<&str> = text.lines().map(|l| if l.trim() == NO_EPOCH_GC { EPOCH_GC } else { l }).collect();
-    std::fs::write(&makefile, patched.join("\n") + "\n").map_err(|e| format!("{}: {e}", makefile.display()))?;
+    std::fs::write(&makefile, patched.join("\n") + "\n").with_context(|| format!("writing {}", makefile.display()))?;
     Ok(true)
 }
 
@@ -127,7 +126,7 @@ fn enable_epoch_gc(tinystm: &Path) -> Result<bool, String> {
 /// encounter-time locking, write-back, suicide contention manager; with
 /// its epoch-based reclamation on, see [`enable_epoch_gc`]) and STAMP's
 /// sequential and STM programs of [`APPS`] under `work`.
-pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms, String> {
+pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms> {
     src.validate()?;
     let tinystm = work.join("tinystm");
     copy_once(&src.tinystm, &tinystm)?;
@@ -141,15 +140,15 @@ pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms, String> {
     }
     run(Command::new("make").arg("-j2").current_dir(&tinystm), "building TinySTM")?;
     if !tinystm.join("lib/libstm.a").is_file() {
-        return Err(format!("building TinySTM made no {}", tinystm.join("lib/libstm.a").display()));
+        bail!("building TinySTM made no {}", tinystm.join("lib/libstm.a").display());
     }
     let binding = work.join("binding");
-    std::fs::create_dir_all(&binding).map_err(|e| format!("creating {}: {e}", binding.display()))?;
-    std::fs::write(binding.join("stm.h"), BINDING).map_err(|e| format!("writing the binding: {e}"))?;
+    std::fs::create_dir_all(&binding).with_context(|| format!("creating {}", binding.display()))?;
+    std::fs::write(binding.join("stm.h"), BINDING).context("writing the binding")?;
     let link = binding.join("tinystm");
     if !link.exists() {
         std::os::unix::fs::symlink(tinystm.join("include"), &link)
-            .map_err(|e| format!("linking {}: {e}", link.display()))?;
+            .with_context(|| format!("linking {}", link.display()))?;
     }
     for (dir, stm) in [(&progs.seq, false), (&progs.stm, true)] {
         for app in APPS {
@@ -172,7 +171,7 @@ pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms, String> {
             let what = format!("building STAMP's {app} ({})", if stm { "STM on TinySTM" } else { "sequential" });
             run(&mut make, &what)?;
             if !progs.binary(app, stm).is_file() {
-                return Err(format!("{what} made no {}", progs.binary(app, stm).display()));
+                bail!("{what} made no {}", progs.binary(app, stm).display());
             }
         }
     }
@@ -181,7 +180,7 @@ pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms, String> {
 
 /// Builds skelaff's example binaries of [`APPS`] in release mode (from the
 /// workspace at `root`).
-pub(crate) fn build_skelaff(root: &Path) -> Result<PathBuf, String> {
+pub(crate) fn build_skelaff(root: &Path) -> Result<PathBuf> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cargo.current_dir(root).args(["build", "--release", "--quiet"]);
     for app in APPS {

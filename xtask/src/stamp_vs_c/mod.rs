@@ -19,16 +19,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand};
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::{Args, Subcommand};
 use skelaff_stamp::peer::{Comparison, Sample, Side};
 
 use build::{CPrograms, Sources, build_c, build_skelaff};
 use workloads::{Input, SIMULATOR, STANDARD, Workload};
 
 /// The side-by-side comparison with STAMP's C programs on TinySTM.
-#[derive(Debug, Parser)]
-#[command(name = "cargo xtask stamp-vs-c")]
-struct Cli {
+#[derive(Debug, Args)]
+pub(crate) struct StampVsC {
     #[command(subcommand)]
     task: Task,
 }
@@ -41,8 +41,12 @@ enum Task {
     Run(RunArgs),
     /// Build, then run.
     All {
-        #[command(flatten)]
-        sources: SourceArgs,
+        /// TinySTM's source tree (default: $TINYSTM_SRC, or peers/tinystm in an ancestor of the workspace).
+        #[arg(long)]
+        tinystm: Option<PathBuf>,
+        // `--stamp` and `--skelaff-bin` are the run's, used by the build too
+        // (flattening `SourceArgs` beside them gave two arguments each of
+        // those names, which clap refuses: `all` panicked in debug builds).
         #[command(flatten)]
         run: RunArgs,
     },
@@ -89,10 +93,10 @@ struct RunArgs {
     /// Where STAMP's input files are: DIR/APP/FILE[.gz] (default: the STAMP tree's APP/inputs/).
     #[arg(long)]
     inputs: Option<PathBuf>,
-    /// STAMP's source tree, for its inputs (as for `build`).
+    /// STAMP's source tree, for its inputs (as for `build`; `all` also builds from it).
     #[arg(long)]
     stamp: Option<PathBuf>,
-    /// skelaff's example binaries (default: target/release/examples).
+    /// skelaff's example binaries (default: target/release/examples; given to `all`, they are not built).
     #[arg(long)]
     skelaff_bin: Option<PathBuf>,
     /// Seconds after which one run is stopped (and the comparison fails).
@@ -115,56 +119,47 @@ fn work() -> PathBuf {
 }
 
 /// `cargo xtask stamp-vs-c ARGS`.
-pub(crate) fn main(args: &[String]) -> Result<(), String> {
-    let cli = match Cli::try_parse_from(std::iter::once("stamp-vs-c".to_owned()).chain(args.iter().cloned())) {
-        Ok(c) => c,
-        Err(e) if !e.use_stderr() => {
-            print!("{e}");
-            return Ok(());
-        }
-        Err(e) => return Err(e.to_string()),
-    };
+pub(crate) fn main(cli: StampVsC) -> Result<()> {
     match cli.task {
         Task::Build(s) => {
             build_all(&s)?;
             Ok(())
         }
         Task::Run(r) => run(&r).map(|_| ()),
-        Task::All { sources, run: mut r } => {
+        Task::All { tinystm, run: mut r } => {
+            let sources = SourceArgs { stamp: r.stamp.clone(), tinystm, skelaff_bin: r.skelaff_bin.clone() };
             let bin = build_all(&sources)?;
             r.skelaff_bin.get_or_insert(bin);
-            if r.stamp.is_none() {
-                r.stamp = sources.stamp;
-            }
             run(&r).map(|_| ())
         }
         Task::Table { files, json } => {
             let mut all = Comparison::default();
             for f in &files {
-                let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-                let c: Comparison = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
-                all.merge(c).map_err(|e| format!("{}: {e}", f.display()))?;
+                let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+                let c: Comparison = serde_json::from_str(&text).with_context(|| format!("{}", f.display()))?;
+                // skelaff-stamp's `merge` says in words why two runs do not merge.
+                all.merge(c).map_err(|e| anyhow!("merging {}: {e}", f.display()))?;
             }
             print!("{all}");
             if json {
-                println!("{}", serde_json::to_string(&all).map_err(|e| e.to_string())?);
+                println!("{}", serde_json::to_string(&all).context("writing the merged comparison as JSON")?);
             }
             Ok(())
         }
     }
 }
 
-fn sources(stamp: Option<PathBuf>, tinystm: Option<PathBuf>) -> Result<Sources, String> {
+fn sources(stamp: Option<PathBuf>, tinystm: Option<PathBuf>) -> Result<Sources> {
     let found = Sources::find(&root());
     let stamp = stamp.or_else(|| found.as_ref().map(|s| s.stamp.clone()));
     let tinystm = tinystm.or_else(|| found.as_ref().map(|s| s.tinystm.clone()));
     match (stamp, tinystm) {
         (Some(stamp), Some(tinystm)) => Ok(Sources { stamp, tinystm }),
-        _ => Err("give --stamp DIR and --tinystm DIR (or set STAMP_SRC and TINYSTM_SRC)".into()),
+        _ => Err(anyhow!("give --stamp DIR and --tinystm DIR (or set STAMP_SRC and TINYSTM_SRC)")),
     }
 }
 
-fn build_all(s: &SourceArgs) -> Result<PathBuf, String> {
+fn build_all(s: &SourceArgs) -> Result<PathBuf> {
     let src = sources(s.stamp.clone(), s.tinystm.clone())?;
     let start = Instant::now();
     build_c(&src, &work())?;
@@ -180,7 +175,7 @@ fn build_all(s: &SourceArgs) -> Result<PathBuf, String> {
 }
 
 /// The input file `name` of `app`, decompressed under the work directory.
-fn input_file(app: &str, name: &str, dirs: &[PathBuf]) -> Result<PathBuf, String> {
+fn input_file(app: &str, name: &str, dirs: &[PathBuf]) -> Result<PathBuf> {
     let out = work().join("inputs").join(app).join(name);
     if out.is_file() {
         return Ok(out);
@@ -190,26 +185,27 @@ fn input_file(app: &str, name: &str, dirs: &[PathBuf]) -> Result<PathBuf, String
         let gz = d.join(app).join(format!("{name}.gz"));
         if plain.is_file() || gz.is_file() {
             let text = if plain.is_file() {
-                std::fs::read(&plain).map_err(|e| format!("{}: {e}", plain.display()))?
+                std::fs::read(&plain).with_context(|| format!("reading {}", plain.display()))?
             } else {
-                let f = std::fs::File::open(&gz).map_err(|e| format!("{}: {e}", gz.display()))?;
+                let f = std::fs::File::open(&gz).with_context(|| format!("opening {}", gz.display()))?;
                 let mut v = Vec::new();
                 flate2::read::MultiGzDecoder::new(f)
                     .read_to_end(&mut v)
-                    .map_err(|e| format!("{}: {e}", gz.display()))?;
+                    .with_context(|| format!("decompressing {}", gz.display()))?;
                 v
             };
-            std::fs::create_dir_all(out.parent().expect("has a parent")).map_err(|e| e.to_string())?;
-            std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+            let dir = out.parent().expect("a path joined to a name has a parent");
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
             return Ok(out);
         }
     }
     let tried: Vec<String> = dirs.iter().map(|d| d.join(app).join(name).display().to_string()).collect();
-    Err(format!("input {name} of {app} not found (tried {}, each also with .gz)", tried.join(", ")))
+    Err(anyhow!("input {name} of {app} not found (tried {}, each also with .gz)", tried.join(", ")))
 }
 
 /// The `-i` argument of a workload, if it reads a file.
-fn input_arg(w: &Workload, dirs: &[PathBuf]) -> Result<Option<PathBuf>, String> {
+fn input_arg(w: &Workload, dirs: &[PathBuf]) -> Result<Option<PathBuf>> {
     match w.input {
         Input::Generated => Ok(None),
         Input::File(name) => input_file(w.app, name, dirs).map(Some),
@@ -252,14 +248,14 @@ fn command(w: &Workload, cfg: Config, input: Option<&Path>, c: &CPrograms, bin: 
 }
 
 /// Runs `cmd` to its end (or `timeout`).
-fn execute(mut cmd: Command, timeout: Duration) -> Result<Finished, String> {
+fn execute(mut cmd: Command, timeout: Duration) -> Result<Finished> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{what}: {e}"))?;
+        .with_context(|| format!("starting {what}"))?;
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
     let reader = std::thread::spawn(move || {
@@ -274,13 +270,13 @@ fn execute(mut cmd: Command, timeout: Duration) -> Result<Finished, String> {
     });
     let start = Instant::now();
     let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| format!("{what}: {e}"))? {
+        if let Some(s) = child.try_wait().with_context(|| format!("waiting for {what}"))? {
             break s;
         }
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("{what}: still running after {timeout:?}; stopped"));
+            bail!("{what}: still running after {timeout:?}; stopped");
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -301,7 +297,7 @@ fn load_average() -> String {
         .map_or_else(|_| "?".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
-fn run(r: &RunArgs) -> Result<Comparison, String> {
+fn run(r: &RunArgs) -> Result<Comparison> {
     let table: &[Workload] = if r.small { &SIMULATOR } else { &STANDARD };
     let names: Vec<&str> = table.iter().map(|w| w.name).collect();
     let chosen: Vec<Workload> = if r.workloads.is_empty() {
@@ -314,15 +310,15 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
                     .iter()
                     .copied()
                     .find(|w| w.name == n)
-                    .ok_or_else(|| format!("unknown workload `{n}`; the workloads are: {}", names.join(", ")))
+                    .ok_or_else(|| anyhow!("unknown workload `{n}`; the workloads are: {}", names.join(", ")))
             })
-            .collect::<Result<_, _>>()?
+            .collect::<Result<_>>()?
     };
     let sides: Vec<Side> = match r.only.as_deref() {
         None => vec![Side::C, Side::Skelaff],
         Some("c" | "C") => vec![Side::C],
         Some("skelaff") => vec![Side::Skelaff],
-        Some(o) => return Err(format!("--only `{o}`; expected one of: c, skelaff")),
+        Some(o) => bail!("--only `{o}`; expected one of: c, skelaff"),
     };
     let mut dirs = Vec::new();
     dirs.extend(r.inputs.clone());
@@ -339,18 +335,15 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
         if sides.contains(&Side::C) {
             for stm in [false, true] {
                 if !c.binary(w.app, stm).is_file() {
-                    return Err(format!(
-                        "{} is missing: run `cargo xtask stamp-vs-c build` first",
-                        c.binary(w.app, stm).display()
-                    ));
+                    bail!("{} is missing: run `cargo xtask stamp-vs-c build` first", c.binary(w.app, stm).display());
                 }
             }
         }
         if sides.contains(&Side::Skelaff) && !bin.join(w.app).is_file() {
-            return Err(format!("{} is missing: run `cargo xtask stamp-vs-c build` first", bin.join(w.app).display()));
+            bail!("{} is missing: run `cargo xtask stamp-vs-c build` first", bin.join(w.app).display());
         }
     }
-    let inputs: Vec<Option<PathBuf>> = chosen.iter().map(|w| input_arg(w, &dirs)).collect::<Result<_, _>>()?;
+    let inputs: Vec<Option<PathBuf>> = chosen.iter().map(|w| input_arg(w, &dirs)).collect::<Result<_>>()?;
     let mut configs = Vec::new();
     for &side in &sides {
         configs.push(Config { side, threads: None });
@@ -436,35 +429,35 @@ fn run(r: &RunArgs) -> Result<Comparison, String> {
     cmp.notes.extend(crashes.iter().map(|c| format!("CRASHED (not in the medians): {c}")));
     cmp.notes.push(format!("load average after: {}", load_average()));
     print!("{cmp}");
-    let json = serde_json::to_string(&cmp).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string(&cmp).context("writing the comparison as JSON")?;
     if let Some(out) = &r.out {
-        std::fs::write(out, &json).map_err(|e| format!("{}: {e}", out.display()))?;
+        std::fs::write(out, &json).with_context(|| format!("writing {}", out.display()))?;
     }
     if r.json {
         println!("{json}");
     }
     if cmp.samples.iter().any(|s| !s.check_passed) {
-        return Err("a self-check failed (see CHECK FAILED above)".into());
+        bail!("a self-check failed (see CHECK FAILED above)");
     }
     if !crashes.is_empty() {
-        return Err(format!("{} run(s) crashed: {}", crashes.len(), crashes.join("; ")));
+        bail!("{} run(s) crashed: {}", crashes.len(), crashes.join("; "));
     }
     if !disagreements.is_empty() {
-        return Err(format!("the two sides' results differ: {}", disagreements.join("; ")));
+        bail!("the two sides' results differ: {}", disagreements.join("; "));
     }
     Ok(cmp)
 }
 
 /// Makes `stamp-inputs-view/<app>` link to STAMP's `<app>/inputs`, so that
 /// STAMP's tree has the `DIR/<app>/<file>` layout of `--inputs`.
-fn link_stamp_inputs(stamp: &Path) -> Result<(), String> {
+fn link_stamp_inputs(stamp: &Path) -> Result<()> {
     let view = work().join("stamp-inputs-view");
-    std::fs::create_dir_all(&view).map_err(|e| format!("{}: {e}", view.display()))?;
+    std::fs::create_dir_all(&view).with_context(|| format!("creating {}", view.display()))?;
     for app in workloads::APPS {
         let link = view.join(app);
         let target = stamp.join(app).join("inputs");
         if target.is_dir() && std::fs::symlink_metadata(&link).is_err() {
-            std::os::unix::fs::symlink(&target, &link).map_err(|e| format!("{}: {e}", link.display()))?;
+            std::os::unix::fs::symlink(&target, &link).with_context(|| format!("linking {}", link.display()))?;
         }
     }
     Ok(())
