@@ -92,7 +92,7 @@ impl FromStr for AssistMode {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::NAMES.iter().position(|n| *n == s).map(|i| Self::MODES[i]).ok_or_else(|| {
-            stm::ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+            stm::ConfigError::UnknownName(stm::UnknownName {
                 what: "assist mode",
                 given: s.to_owned(),
                 allowed: Self::NAMES,

@@ -62,23 +62,20 @@ step cargo run --quiet -p skelaff-costs --profile costs -- check
 # `--cfg loom` changes every crate it reaches, so they build apart; with the
 # target named, RUSTFLAGS reach only the target's crates, and the build
 # scripts and proc macros of the builds above are used as they are.
-# The three models' binaries run at once: one model of the assist ring takes a
-# minute on one thread, and the others run beside it.
+# The models' binaries run at once, side by side.
 host=$(rustc -vV | sed -n 's/^host: //p')
 # Line tables for these (and only these): each *_bites test checks that its
 # twin failed on the tracker's cell by the frames of the backtrace it prints.
 loom_models() {
-    bins=$(env RUSTFLAGS="--cfg loom" CARGO_PROFILE_DEV_DEBUG=line-tables-only cargo test --quiet -p skelaff-stm --test loom --test loom_reclaim \
-        --test loom_assist --target "$host" --no-run --message-format=json-render-diagnostics |
-        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
-    [ "$(echo "$bins" | wc -w)" -eq 3 ] || { echo "loom: expected 3 test binaries, got: $bins"; return 1; }
-    # The worker pool's hand-off (crates/worklist/tests/loom_crew.rs, about
-    # 8 s): a loom build of the worklist crate compiles only src/crew.rs and
-    # its shim (its other dependencies are cfg(not(loom))).
-    crew=$(env RUSTFLAGS="--cfg loom" cargo test --quiet -p skelaff-worklist --test loom_crew --target "$host" --no-run \
-        --message-format=json-render-diagnostics | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
-    [ -n "$crew" ] || { echo "loom: no loom_crew test binary"; return 1; }
-    bins="$bins $crew"
+    # With the worker pool's hand-off (crates/worklist/tests/loom_crew.rs,
+    # about 8 s): a loom build of the worklist crate compiles only
+    # src/crew.rs and its shim (its other dependencies are cfg(not(loom))).
+    # One build for the four, so that loom and its dependencies are
+    # compiled once, with the line tables the _bites tests read.
+    bins=$(env RUSTFLAGS="--cfg loom" CARGO_PROFILE_DEV_DEBUG=line-tables-only cargo test --quiet -p skelaff-stm \
+        -p skelaff-worklist --test loom --test loom_reclaim --test loom_assist --test loom_crew --target "$host" \
+        --no-run --message-format=json-render-diagnostics | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+    [ "$(echo "$bins" | wc -w)" -eq 4 ] || { echo "loom: expected 4 test binaries, got: $bins"; return 1; }
     pids=""
     for b in $bins; do
         (cd crates/stm && "$b" -q) &

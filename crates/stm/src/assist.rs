@@ -53,7 +53,7 @@ pub enum Assist {
 }
 
 fn unknown_assist(given: &str) -> ConfigError {
-    ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+    ConfigError::UnknownName(crate::error::UnknownName {
         what: "assist mode",
         given: given.to_owned(),
         allowed: Assist::VARIANTS,
@@ -131,7 +131,7 @@ pub enum AuxPlacement {
 }
 
 fn unknown_placement(given: &str) -> ConfigError {
-    ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+    ConfigError::UnknownName(crate::error::UnknownName {
         what: "auxiliary placement",
         given: given.to_owned(),
         allowed: AuxPlacement::VARIANTS,

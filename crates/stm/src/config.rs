@@ -25,7 +25,7 @@ use crate::mode::{Mode, Plain, ReadOnly};
 /// assert_eq!("backoff".parse(), Ok(ContentionManager::BACKOFF));
 /// assert_eq!(ContentionManager::Suicide.to_string(), "suicide");
 /// let e = "polite".parse::<ContentionManager>().unwrap_err();
-/// assert!(matches!(e, ConfigError::UnknownName(skelaff_numa_alloc::UnknownName { given, .. }) if given == "polite"));
+/// assert!(matches!(e, ConfigError::UnknownName(skelaff_stm::UnknownName { given, .. }) if given == "polite"));
 /// assert_eq!(
 ///     "polite".parse::<ContentionManager>().unwrap_err().to_string(),
 ///     "unknown contention manager `polite`; expected one of: suicide, backoff"
@@ -65,7 +65,7 @@ impl FromStr for ContentionManager {
         match s {
             "suicide" => Ok(ContentionManager::Suicide),
             "backoff" => Ok(ContentionManager::BACKOFF),
-            other => Err(ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
+            other => Err(ConfigError::UnknownName(crate::error::UnknownName {
                 what: "contention manager",
                 given: other.to_owned(),
                 allowed: ContentionManager::VARIANTS,

@@ -2,6 +2,26 @@
 
 use core::fmt;
 
+/// A name that is not one of those allowed (a contention manager, an assist
+/// mode, ...): skelaff-numa-alloc's, the one type behind every skelaff
+/// crate's `UnknownName` error.
+#[cfg(not(loom))]
+pub use skelaff_numa_alloc::UnknownName;
+
+/// Loom builds of this crate leave skelaff-numa-alloc out (they start no
+/// auxiliary threads to pin): the same fields, for the same messages.
+#[cfg(loom)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]
+pub struct UnknownName {
+    /// What the name names.
+    pub what: &'static str,
+    /// The name given.
+    pub given: String,
+    /// The names allowed.
+    pub allowed: &'static [&'static str],
+}
+
 /// Why a transaction attempt was rolled back.
 ///
 /// Counted per thread in [`Stats`](crate::Stats). The first four (and
@@ -174,7 +194,7 @@ pub enum ConfigError {
     /// A name that is not one of the allowed ones (a contention manager
     /// given as text).
     #[error(transparent)]
-    UnknownName(#[from] skelaff_numa_alloc::UnknownName),
+    UnknownName(#[from] UnknownName),
 }
 
 /// The access sampler could not do what was asked.

@@ -30,7 +30,7 @@ pub use collections::{TBTreeMap, THashMap, TList, TMap, TQueue, TSkipMap};
 pub use config::{Config, ContentionManager};
 pub use engine::clock;
 pub use erased::ErasedBox;
-pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError};
+pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError, UnknownName};
 pub use mode::{Assisted, Mode, ModeFn, Plain, ReadOnly, Sampled, SampledAssisted, mode_name, with_mode};
 #[cfg(feature = "fault-injection")]
 pub use runtime::api::inject_aux_fault;
