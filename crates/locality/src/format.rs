@@ -20,6 +20,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::atomic_file::AtomicFile;
 use crate::error::{Error, Result};
 use crate::machine::Machine;
 use crate::profile::{Access, AccessKind, Profile, ProfileHeader};
@@ -182,17 +183,19 @@ impl Profile {
         Profile::new(header, accesses)
     }
 
-    /// Writes the profile to `path`.
+    /// Writes the profile to `path`, atomically (a run killed while saving
+    /// leaves the previous file, not part of this one).
     ///
     /// # Errors
     ///
     /// [`Error::Io`] naming the path.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let f = File::create(path).map_err(Error::io(path.display()))?;
-        self.write_to(f).map_err(|e| match e {
+        let mut f = AtomicFile::create(path).map_err(Error::io(path.display()))?;
+        self.write_to(&mut f).map_err(|e| match e {
             Error::Io { source, .. } => Error::Io { what: path.display().to_string(), source },
             e => e,
-        })
+        })?;
+        f.commit().map_err(Error::io(path.display()))
     }
 
     /// Reads the profile at `path`.

@@ -39,6 +39,7 @@
 //! # Ok::<(), skelaff_locality::Error>(())
 //! ```
 
+pub mod atomic_file;
 mod board;
 mod cost;
 mod error;

@@ -163,13 +163,13 @@ impl PlacementPlan {
         Ok(PlacementPlan { machine: header.machine, app: header.app, scheme, page_size: header.page_size, pages })
     }
 
-    /// Writes the plan to `path`.
+    /// Writes the plan to `path`, atomically.
     ///
     /// # Errors
     ///
     /// [`Error::Io`] naming the path.
     pub fn save(&self, path: &Path) -> Result<()> {
-        fs::write(path, self.to_text()).map_err(Error::io(path.display()))
+        crate::atomic_file::write(path, self.to_text()).map_err(Error::io(path.display()))
     }
 
     /// Reads the plan at `path`, for `machine`.

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use skelaff::locality::atomic_file;
 use skelaff::stamp::peer::Comparison;
 use skelaff::stamp::{self, CommonArgs, Entry};
 use skelaff::worklist::{PagePolicy, TxAssist};
@@ -234,7 +235,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool, String> {
     write_csv(&args.out.join("results.csv"), &rows)?;
     let sums = summarize(&rows);
     let table = markdown(&apps, &threads, &args.policies, &sums, args.runs, &used);
-    std::fs::write(args.out.join("results.md"), &table).map_err(|e| e.to_string())?;
+    atomic_file::write(&args.out.join("results.md"), &table).map_err(|e| e.to_string())?;
     print!("{table}");
     let mut plots = Vec::new();
     for app in &apps {
@@ -293,7 +294,7 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
             r.app, r.policy, r.threads, r.run, r.seconds, r.units, r.commits, r.aborts, r.check_passed
         );
     }
-    std::fs::write(path, s).map_err(|e| format!("writing {}: {e}", path.display()))
+    atomic_file::write(path, s).map_err(|e| e.to_string())
 }
 
 fn markdown(

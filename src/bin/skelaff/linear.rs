@@ -3,13 +3,12 @@
 //! its rows split over the ranks (each rank reads the file, keeps its rows
 //! and runs them on its own team).
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
 
 use serde::Serialize;
+use skelaff::locality::atomic_file::AtomicFile;
 use skelaff::spmv::cg::{self, CgOptions};
 use skelaff::spmv::{Csr, Engine, Error, TeamSpmv, mm};
 use skelaff::spmv_args::EngineArgs;
@@ -151,9 +150,11 @@ fn load_matrix(path: &Path, symmetric: bool) -> Result<Csr, Error> {
     Ok(a)
 }
 
+/// Writes `v` to `path` atomically (the previous file or this one, complete).
 fn write_vector(path: &Path, v: &[f64]) -> Result<(), Error> {
-    let f = File::create(path).map_err(Error::Write)?;
-    mm::write_vector(BufWriter::new(f), v)
+    let mut f = AtomicFile::create(path).map_err(Error::Write)?;
+    mm::write_vector(&mut f, v)?;
+    f.commit().map_err(Error::Write)
 }
 
 fn relative(diff2: f64, base2: f64) -> f64 {

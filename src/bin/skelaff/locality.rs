@@ -4,6 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use skelaff::locality::atomic_file::AtomicFile;
 use skelaff::locality::{Footprint, LocalityTable, Profile, RowKind, RunLocality, Scheme};
 
 /// Options of `skelaff locality`.
@@ -174,12 +175,16 @@ pub(crate) fn footprint(args: &FootprintArgs) -> Result<(), String> {
     };
     let p = Profile::load(&profile).map_err(|e| e.to_string())?;
     let f = Footprint::new(&p, args.bins);
-    let open = |name: &str| {
+    // Each file is written atomically: a run killed here leaves the previous
+    // run's file or this one's, complete.
+    let write = |name: &str, fill: &dyn Fn(&mut AtomicFile) -> skelaff::locality::Result<()>| {
         let path = out.join(name);
-        fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))
+        let mut file = AtomicFile::create(&path).map_err(|e| e.to_string())?;
+        fill(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.commit().map_err(|e| e.to_string())
     };
-    f.write_cells_csv(open("footprint.csv")?).map_err(|e| e.to_string())?;
-    f.write_sharing_csv(open("sharing.csv")?).map_err(|e| e.to_string())?;
+    write("footprint.csv", &|w| f.write_cells_csv(w))?;
+    write("sharing.csv", &|w| f.write_sharing_csv(w))?;
     f.plot_svg(&out.join("footprint.svg")).map_err(|e| e.to_string())?;
     print!("{f}");
     println!("wrote footprint.csv, sharing.csv and footprint.svg in {}", out.display());
