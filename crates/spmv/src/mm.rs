@@ -428,9 +428,8 @@ pub fn write_symmetric<T: Scalar, W: Write>(mut w: W, lower: &Csc<T>) -> Result<
 ///
 /// # Errors
 ///
-/// As [`read_path`], and [`MmErrorKind::NotTheVector`](crate::error::MmErrorKind::NotTheVector)
-/// at the size line when the file holds a matrix other than `len` x 1 or
-/// 1 x `len`.
+/// As [`read_path`], and [`MmErrorKind::NotTheVector`] at the size line
+/// when the file holds a matrix other than `len` x 1 or 1 x `len`.
 ///
 /// # Examples
 ///
