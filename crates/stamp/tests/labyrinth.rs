@@ -244,3 +244,17 @@ fn a_short_file_may_name_a_large_grid_up_to_max_cells() {
     let e = Maze::parse(&over, "t").unwrap_err().to_string();
     assert!(e.starts_with("t, line 2: dimensions (268435457, 1, 1) make 268435457 cells; at most 268435456"), "{e}");
 }
+
+/// Found by fuzzing: three sides near 2^63 overflowed the cell count's
+/// u128 product (a panic with debug assertions, a wrapped count and
+/// truncated sides without). Refused at the line instead.
+#[test]
+fn sides_whose_product_overflows_are_refused() {
+    use skelaff_stamp::labyrinth::Maze;
+    let text = "d 7777777777777777777 7777777777777777777 9\n";
+    let e = Maze::parse(text, "t").unwrap_err().to_string();
+    assert!(
+        e.starts_with("t, line 1: dimensions (7777777777777777777, 7777777777777777777, 9) make over 2^128 cells"),
+        "{e}"
+    );
+}
