@@ -20,6 +20,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::atomic_file::AtomicFile;
 use crate::error::{Error, RecordError, Result};
 use crate::machine::Machine;
 use crate::profile::{Access, AccessKind, Profile, ProfileHeader};
@@ -32,6 +33,9 @@ const VERSION: u32 = 1;
 pub const RECORD_BYTES: usize = 24;
 /// `home` of an access whose page's node is unknown.
 const NO_HOME: u16 = u16::MAX;
+/// The most records reserved before they are read (2 MiB); beyond, the
+/// vector grows with the records actually found.
+pub(crate) const RESERVE_AT_MOST: u64 = 1 << 16;
 /// The longest header line read (a 64-node matrix is about 12 KiB).
 const MAX_HEADER: u64 = 1 << 20;
 
@@ -153,7 +157,7 @@ impl Profile {
         let (header, expected) = (file.header, file.records);
         let nodes = header.machine.nodes();
         // Never trust the count for an allocation: a damaged header could say anything.
-        let mut accesses = Vec::with_capacity(expected.min(1 << 20) as usize);
+        let mut accesses = Vec::with_capacity(expected.min(RESERVE_AT_MOST) as usize);
         let mut buf = [0u8; RECORD_BYTES];
         for index in 0..expected {
             let got = fill(&mut r, &mut buf, what)?;
@@ -183,17 +187,19 @@ impl Profile {
         Profile::new(header, accesses)
     }
 
-    /// Writes the profile to `path`.
+    /// Writes the profile to `path`, atomically (a run killed while saving
+    /// leaves the previous file, not part of this one).
     ///
     /// # Errors
     ///
     /// [`Error::Io`] naming the path.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let f = File::create(path).map_err(Error::io(path.display()))?;
-        self.write_to(f).map_err(|e| match e {
+        let mut f = AtomicFile::create(path).map_err(Error::io(path.display()))?;
+        self.write_to(&mut f).map_err(|e| match e {
             Error::Io { source, .. } => Error::Io { what: path.display().to_string(), source },
             e => e,
-        })
+        })?;
+        f.commit().map_err(Error::io(path.display()))
     }
 
     /// Reads the profile at `path`.

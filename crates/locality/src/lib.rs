@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod atomic_file;
 mod board;
 mod cost;
 mod error;

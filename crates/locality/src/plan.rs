@@ -130,16 +130,19 @@ impl PlacementPlan {
             let found = first.chars().take(24).collect();
             return Err(Error::NotAFile { what: what.into(), kind: "placement plan", found, expected: FIRST_LINE });
         }
+        // Errors name the file and the line: the header is line 2, record i line i + 3.
+        let at = |line: u64| format!("{what}, line {line}");
         let header: PlanHeader = serde_json::from_str(lines.next().unwrap_or(""))
-            .map_err(|e| Error::BadHeader { what: what.into(), reason: e.to_string() })?;
-        let scheme: Scheme = header.scheme.parse()?;
+            .map_err(|e| Error::BadHeader { what: at(2), reason: e.to_string() })?;
+        let scheme: Scheme =
+            header.scheme.parse().map_err(|e: Error| Error::BadHeader { what: at(2), reason: e.to_string() })?;
         let nodes = header.machine.nodes();
-        let mut pages = Vec::with_capacity(header.pages.min(1 << 20) as usize);
+        let mut pages = Vec::with_capacity(header.pages.min(crate::format::RESERVE_AT_MOST) as usize);
         for index in 0..header.pages {
             let Some(line) = lines.next() else {
                 return Err(Error::Truncated { what: what.into(), expected: header.pages, found: index, partial: 0 });
             };
-            let bad = |reason: String| Error::BadRecord { what: what.into(), index, reason };
+            let bad = |reason: String| Error::BadRecord { what: at(index + 3), index, reason };
             let (page, node) = line.split_once(' ').ok_or_else(|| bad(format!("`{line}` is not `0xPAGE NODE`")))?;
             let page = page
                 .strip_prefix("0x")
@@ -163,13 +166,13 @@ impl PlacementPlan {
         Ok(PlacementPlan { machine: header.machine, app: header.app, scheme, page_size: header.page_size, pages })
     }
 
-    /// Writes the plan to `path`.
+    /// Writes the plan to `path`, atomically.
     ///
     /// # Errors
     ///
     /// [`Error::Io`] naming the path.
     pub fn save(&self, path: &Path) -> Result<()> {
-        fs::write(path, self.to_text()).map_err(Error::io(path.display()))
+        crate::atomic_file::write(path, self.to_text()).map_err(Error::io(path.display()))
     }
 
     /// Reads the plan at `path`, for `machine`.
@@ -229,13 +232,14 @@ mod tests {
         let e = PlacementPlan::from_text(&t.replace("oracle-cog", "oracle-best"), "p").unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown scheme `oracle-best`; expected one of: first-touch, migration, oracle-high, oracle-cog, ideal"
+            "p, line 2: bad header: unknown scheme `oracle-best`; expected one of: first-touch, migration, \
+             oracle-high, oracle-cog, ideal"
         );
         let cut = &t[..t.len() - "0x20 3\n".len()];
         let e = PlacementPlan::from_text(cut, "p").unwrap_err().to_string();
         assert!(e.starts_with("p is truncated: its header promises 2 records, the file holds 1"), "{e}");
         let e = PlacementPlan::from_text(&t.replace("0x20 3", "0x20 4"), "p").unwrap_err().to_string();
-        assert_eq!(e, "p: record 1: node 4 but 4x1 has nodes 0-3");
+        assert_eq!(e, "p, line 4: record 1: node 4 but 4x1 has nodes 0-3");
         let e = PlacementPlan::from_text(&t.replace("0x20 3", "0x08 3"), "p").unwrap_err().to_string();
         assert!(e.contains("record 1: page 0x8 is not above"), "{e}");
         let e = PlacementPlan::from_text(&format!("{t}0x30 1\n"), "p").unwrap_err().to_string();

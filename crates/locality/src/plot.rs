@@ -26,7 +26,8 @@ const COLOURS: [RGBColor; 8] = [
 ];
 
 impl Footprint {
-    /// Draws the footprint into an SVG file at `path`.
+    /// Draws the footprint into an SVG file at `path` (written atomically:
+    /// the file is the previous one or this one, complete).
     ///
     /// # Errors
     ///
@@ -34,7 +35,14 @@ impl Footprint {
     pub fn plot_svg(&self, path: &Path) -> Result<()> {
         let what = path.display().to_string();
         let err = |e: &dyn std::fmt::Display| Error::Plot { what: what.clone(), reason: e.to_string() };
-        let root = SVGBackend::new(path, (900, 720)).into_drawing_area();
+        let mut svg = String::new();
+        self.draw_svg(&mut svg, &err)?;
+        crate::atomic_file::write(path, svg).map_err(|e| err(&e))
+    }
+
+    /// Draws the footprint as SVG text into `svg`.
+    fn draw_svg(&self, svg: &mut String, err: &dyn Fn(&dyn std::fmt::Display) -> Error) -> Result<()> {
+        let root = SVGBackend::with_string(svg, (900, 720)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let (top, bottom) = root.split_vertically(480);
 

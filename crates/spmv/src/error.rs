@@ -273,6 +273,16 @@ pub enum MmErrorKind {
         /// Columns.
         ncols: usize,
     },
+    /// A vector file whose size line is not the length asked for.
+    #[error("the size line says {nrows}x{ncols}; a vector of {len} entries is expected ({len}x1 or 1x{len})")]
+    NotTheVector {
+        /// Rows.
+        nrows: usize,
+        /// Columns.
+        ncols: usize,
+        /// The length asked for.
+        len: usize,
+    },
     /// The matrix does not fit the 32-bit indices.
     #[error("{0}")]
     TooLarge(String),

@@ -199,8 +199,25 @@ impl<R: BufRead> Lines<R> {
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
 pub fn read<T: Scalar, R: BufRead>(reader: R) -> Result<MmMatrix<T>> {
+    read_checked(reader, |_, _| Ok(()))
+}
+
+/// As [`read`], with `check` given the size line's rows and columns before
+/// any entry is read (its error is reported at the size line).
+fn read_checked<T: Scalar, R: BufRead>(
+    reader: R,
+    check: impl FnOnce(usize, usize) -> Result<(), Kind>,
+) -> Result<MmMatrix<T>> {
     let mut lines = Lines { reader, buf: String::new(), line: 0 };
-    read_lines(&mut lines).map_err(|kind| Error::MatrixMarket { path: None, line: lines.line.max(1), kind })
+    read_lines(&mut lines, check).map_err(|kind| Error::MatrixMarket { path: None, line: lines.line.max(1), kind })
+}
+
+/// Names `path` in a [`Error::MatrixMarket`] of a reader.
+fn with_path(path: &Path) -> impl FnOnce(Error) -> Error + '_ {
+    move |e| match e {
+        Error::MatrixMarket { line, kind, .. } => Error::MatrixMarket { path: Some(path.to_owned()), line, kind },
+        other => other,
+    }
 }
 
 /// Reads a Matrix Market file.
@@ -212,10 +229,7 @@ pub fn read<T: Scalar, R: BufRead>(reader: R) -> Result<MmMatrix<T>> {
 pub fn read_path<T: Scalar>(path: impl AsRef<Path>) -> Result<MmMatrix<T>> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-    read(BufReader::with_capacity(1 << 20, file)).map_err(|e| match e {
-        Error::MatrixMarket { line, kind, .. } => Error::MatrixMarket { path: Some(path.to_owned()), line, kind },
-        other => other,
-    })
+    read(BufReader::with_capacity(1 << 20, file)).map_err(with_path(path))
 }
 
 fn fields<'a>(line: &'a str, expected: usize, what: &'static str) -> Result<Vec<&'a str>, Kind> {
@@ -226,7 +240,15 @@ fn fields<'a>(line: &'a str, expected: usize, what: &'static str) -> Result<Vec<
     Ok(f)
 }
 
-fn read_lines<T: Scalar, R: BufRead>(lines: &mut Lines<R>) -> Result<MmMatrix<T>, Kind> {
+/// The most entries reserved before they are read: a size line may declare
+/// up to 2^32 - 1 rows, columns and entries in a file of a few bytes, so
+/// the storage grows with the entries actually found beyond this.
+const RESERVE_AT_MOST: usize = 1 << 16;
+
+fn read_lines<T: Scalar, R: BufRead>(
+    lines: &mut Lines<R>,
+    check: impl FnOnce(usize, usize) -> Result<(), Kind>,
+) -> Result<MmMatrix<T>, Kind> {
     // The banner is the very first line, comments may only follow it.
     lines.buf.clear();
     match lines.reader.read_line(&mut lines.buf) {
@@ -255,6 +277,7 @@ fn read_lines<T: Scalar, R: BufRead>(lines: &mut Lines<R>) -> Result<MmMatrix<T>
     if header.symmetry != Symmetry::General && nrows != ncols {
         return Err(Kind::NotSquare { symmetry: header.symmetry.name(), nrows, ncols });
     }
+    check(nrows, ncols)?;
     let n = nrows as u64;
     let declared = match (header.format, header.symmetry) {
         (Format::Coordinate, _) => {
@@ -269,7 +292,7 @@ fn read_lines<T: Scalar, R: BufRead>(lines: &mut Lines<R>) -> Result<MmMatrix<T>
     };
     let declared = usize::try_from(declared).unwrap_or(usize::MAX);
     let mirrored = if header.symmetry == Symmetry::General { 1 } else { 2 };
-    let cap = declared.saturating_mul(mirrored).min(1 << 24);
+    let cap = declared.saturating_mul(mirrored).min(RESERVE_AT_MOST);
     let mut t = Triplets::with_capacity(nrows, ncols, cap).map_err(|e| Kind::TooLarge(e.to_string()))?;
     let push = |t: &mut Triplets<T>, i: usize, j: usize, v: T| -> Result<(), Kind> {
         if header.symmetry == Symmetry::SkewSymmetric && i == j {
@@ -397,13 +420,16 @@ pub fn write_symmetric<T: Scalar, W: Write>(mut w: W, lower: &Csc<T>) -> Result<
     w.flush().map_err(io)
 }
 
-/// Reads a vector: a Matrix Market file of one column (or one row), in
-/// `array` or `coordinate` format (missing coordinate entries are 0).
+/// Reads a vector of `len` entries: a Matrix Market file of one column (or
+/// one row), in `array` or `coordinate` format (missing coordinate entries
+/// are 0). The length is the caller's (the matrix's), not the file's: a
+/// size line of another length is refused before anything is allocated for
+/// it.
 ///
 /// # Errors
 ///
-/// As [`read_path`]; [`Error::DimensionMismatch`] when the file holds a
-/// matrix of more than one column and more than one row.
+/// As [`read_path`], and [`MmErrorKind::NotTheVector`] at the size line
+/// when the file holds a matrix other than `len` x 1 or 1 x `len`.
 ///
 /// # Examples
 ///
@@ -414,20 +440,30 @@ pub fn write_symmetric<T: Scalar, W: Write>(mut w: W, lower: &Csc<T>) -> Result<
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("b.mtx");
 /// mm::write_vector(std::fs::File::create(&path)?, &[1.5, -2.0, 0.0])?;
-/// assert_eq!(mm::read_vector(&path)?, [1.5, -2.0, 0.0]);
+/// assert_eq!(mm::read_vector(&path, 3)?, [1.5, -2.0, 0.0]);
+/// let e = mm::read_vector(&path, 4).unwrap_err().to_string();
+/// assert!(e.ends_with("b.mtx line 2: the size line says 3x1; a vector of 4 entries is expected (4x1 or 1x4)"), "{e}");
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn read_vector(path: impl AsRef<Path>) -> Result<Vec<f64>> {
-    let m = read_path::<f64>(path)?;
+pub fn read_vector(path: impl AsRef<Path>, len: usize) -> Result<Vec<f64>> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    read_vector_from(BufReader::new(file), len).map_err(with_path(path))
+}
+
+/// As [`read_vector`], from a reader (errors name no file).
+///
+/// # Errors
+///
+/// As [`read_vector`].
+pub fn read_vector_from<R: BufRead>(reader: R, len: usize) -> Result<Vec<f64>> {
+    let m = read_checked::<f64, R>(reader, |nrows, ncols| match (nrows, ncols) {
+        (n, 1) | (1, n) if n == len => Ok(()),
+        _ => Err(Kind::NotTheVector { nrows, ncols, len }),
+    })?;
     let t = &m.triplets;
-    let (len, along_rows) = match (t.nrows(), t.ncols()) {
-        (n, 1) => (n, true),
-        (1, n) => (n, false),
-        (_, ncols) => {
-            return Err(Error::DimensionMismatch { what: "a vector file's columns", got: ncols, expected: 1 });
-        }
-    };
+    let along_rows = t.ncols() == 1;
     let mut v = vec![0.0; len];
     for (i, j, x) in t.iter() {
         v[if along_rows { i } else { j }] += x;

@@ -5,6 +5,63 @@ use proptest::prelude::*;
 use skelaff_spmv::mm::{self, Field, Format, Symmetry};
 use skelaff_spmv::{Csr, Error, MmErrorKind, Triplets};
 
+/// The system allocator, recording per thread the largest single request:
+/// a reader given a short file must not reserve what its header promises.
+mod peak {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub(crate) struct Peak;
+
+    thread_local! {
+        // Const-initialised and without a destructor: using it allocates nothing.
+        static LARGEST: Cell<usize> = const { Cell::new(0) };
+    }
+
+    fn note(size: usize) {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    }
+
+    // SAFETY: every method forwards to `System` with the caller's arguments
+    // unchanged, so `System`'s guarantees are the caller's; `note` neither
+    // allocates nor panics.
+    unsafe impl GlobalAlloc for Peak {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            // SAFETY: the caller's contract for `alloc`, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract for `dealloc`, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            note(new_size);
+            // SAFETY: the caller's contract for `realloc`, passed on.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Runs `f` and returns its value and the largest single allocation it
+    /// made on this thread.
+    pub(crate) fn largest<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        LARGEST.with(|l| l.set(0));
+        let v = f();
+        (v, LARGEST.with(Cell::get))
+    }
+}
+
+#[global_allocator]
+static PEAK: peak::Peak = peak::Peak;
+
+/// The most a reader may allocate at once for a file of a few hundred bytes.
+const SMALL: usize = 4 << 20;
+
 fn read(text: &str) -> Result<mm::MmMatrix<f64>, Error> {
     mm::read(text.as_bytes())
 }
@@ -214,4 +271,47 @@ proptest! {
             Err(e) => prop_assert!(false, "unexpected error kind {}", e),
         }
     }
+}
+
+/// Headers that promise up to 2^32 - 1 rows, columns or entries in a file of
+/// a few bytes: the reader reserves room for the entries it finds, not the
+/// ones promised (it reserved up to 2^24 entries, 256 MiB, before).
+#[test]
+fn short_files_with_huge_headers_allocate_little() {
+    let cases = [
+        ("%%MatrixMarket matrix coordinate real general\n65536 65536 4294967295\n1 1 1\n", 3),
+        ("%%MatrixMarket matrix coordinate real symmetric\n4294967295 4294967295 4294967295\n", 2),
+        ("%%MatrixMarket matrix array real general\n4294967295 4294967295\n1\n", 3),
+        ("%%MatrixMarket matrix array real skew-symmetric\n4294967295 4294967295\n1\n2\n", 4),
+    ];
+    for (text, line) in cases {
+        let (r, bytes) = peak::largest(|| read(text));
+        assert!(bytes <= SMALL, "{text:?}: one allocation of {bytes} bytes");
+        match r {
+            Err(Error::MatrixMarket { line: l, kind: MmErrorKind::TooFewEntries { .. }, .. }) => assert_eq!(l, line),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
+
+/// The CLI's vector files: a size line of another length than the matrix's
+/// is refused at that line, before a dense vector of its length is made (a
+/// 4-billion-row coordinate file of 50 bytes made a 32 GiB vector before).
+#[test]
+fn vector_files_are_read_at_the_callers_length() {
+    let text = "%%MatrixMarket matrix coordinate real general\n4000000000 1 1\n7 1 2.5\n";
+    let (r, bytes) = peak::largest(|| mm::read_vector_from(text.as_bytes(), 10));
+    assert!(bytes <= SMALL, "one allocation of {bytes} bytes");
+    let e = r.unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "Matrix Market line 2: the size line says 4000000000x1; a vector of 10 entries is expected (10x1 or 1x10)"
+    );
+    let row = "%%MatrixMarket matrix coordinate real general\n1 10 1\n1 7 2.5\n";
+    let v = mm::read_vector_from(row.as_bytes(), 10).unwrap();
+    assert_eq!(v.iter().position(|&x| x == 2.5), Some(6));
+    let e = mm::read_vector_from(row.as_bytes(), 9).unwrap_err().to_string();
+    assert!(e.contains("line 2: the size line says 1x10"), "{e}");
+    let square = "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n";
+    assert!(mm::read_vector_from(square.as_bytes(), 2).unwrap_err().to_string().contains("says 2x2"));
 }

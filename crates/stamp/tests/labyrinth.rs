@@ -230,3 +230,31 @@ fn bad_flags_are_errors_not_panics() {
     Labyrinth::set_threads(&mut args, 0);
     assert!(matches!(Labyrinth::run(&args, &CommonArgs::default()), Err(AppError::Worklist(_))));
 }
+
+/// Found by fuzzing (fuzz/fuzz_targets/labyrinth.rs): a 14-byte file names a
+/// maze of 172 million cells, whose grid is 688 MB. The reader accepts it
+/// (a maze's grid is its size, up to `MAX_CELLS`, 2^28 cells) without
+/// allocating it; one cell more than `MAX_CELLS` is refused at its line.
+#[test]
+fn a_short_file_may_name_a_large_grid_up_to_max_cells() {
+    use skelaff_stamp::labyrinth::{MAX_CELLS, Maze};
+    let m = Maze::parse("d 4 4777770 9\n", "t").unwrap();
+    assert_eq!(m.dims.cells(), 171_999_720);
+    let over = format!("# big\nd {} 1 1\n", MAX_CELLS + 1);
+    let e = Maze::parse(&over, "t").unwrap_err().to_string();
+    assert!(e.starts_with("t, line 2: dimensions (268435457, 1, 1) make 268435457 cells; at most 268435456"), "{e}");
+}
+
+/// Found by fuzzing: three sides near 2^63 overflowed the cell count's
+/// u128 product (a panic with debug assertions, a wrapped count and
+/// truncated sides without). Refused at the line instead.
+#[test]
+fn sides_whose_product_overflows_are_refused() {
+    use skelaff_stamp::labyrinth::Maze;
+    let text = "d 7777777777777777777 7777777777777777777 9\n";
+    let e = Maze::parse(text, "t").unwrap_err().to_string();
+    assert!(
+        e.starts_with("t, line 1: dimensions (7777777777777777777, 7777777777777777777, 9) make over 2^128 cells"),
+        "{e}"
+    );
+}

@@ -10,6 +10,63 @@ use skelaff_stamp::yada::{
 use skelaff_stamp::{App, AppError, CommonArgs};
 use skelaff_worklist::{Distribution, PagePolicy};
 
+/// The system allocator, recording per thread the largest single request:
+/// a reader given a short file must not reserve what its header promises.
+mod peak {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub(crate) struct Peak;
+
+    thread_local! {
+        // Const-initialised and without a destructor: using it allocates nothing.
+        static LARGEST: Cell<usize> = const { Cell::new(0) };
+    }
+
+    fn note(size: usize) {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    }
+
+    // SAFETY: every method forwards to `System` with the caller's arguments
+    // unchanged, so `System`'s guarantees are the caller's; `note` neither
+    // allocates nor panics.
+    unsafe impl GlobalAlloc for Peak {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            // SAFETY: the caller's contract for `alloc`, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract for `dealloc`, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            note(new_size);
+            // SAFETY: the caller's contract for `realloc`, passed on.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Runs `f` and returns its value and the largest single allocation it
+    /// made on this thread.
+    pub(crate) fn largest<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        LARGEST.with(|l| l.set(0));
+        let v = f();
+        (v, LARGEST.with(Cell::get))
+    }
+}
+
+#[global_allocator]
+static PEAK: peak::Peak = peak::Peak;
+
+/// The most a reader may allocate at once for a file of a few hundred bytes.
+const SMALL: usize = 4 << 20;
+
 fn sim(threads: usize) -> YadaArgs {
     YadaArgs { angle: 20.0, input: shipped_input("633.2"), threads }
 }
@@ -193,5 +250,27 @@ proptest! {
             prop_assert!(check.is_ok(), "{} threads: {:?}", threads, check);
             prop_assert_eq!(totals.gave_up, 0);
         }
+    }
+}
+
+/// A header that declares 2^26 vertices, segments or triangles in a file of
+/// a few lines: the reader reserves for the lines there are (it reserved
+/// 1 GiB of points and a 2^26-entry map before).
+#[test]
+fn short_files_with_huge_counts_allocate_little() {
+    let node = "3 2 0 0\n1 0 0\n2 1 0\n3 0 1\n";
+    let poly = "0 2 0 0\n0 0\n";
+    let ele = "1 3 0\n1 1 2 3\n";
+    let huge = 1 << 26;
+    let cases = [
+        (format!("{huge} 2 0 0\n1 0 0\n"), poly.to_owned(), ele.to_owned(), "t.node, line 3: the file ends early"),
+        (node.to_owned(), format!("0 2 0 0\n{huge} 0\n1 1 2\n"), ele.to_owned(), "t.poly, line 4: the file ends"),
+        (node.to_owned(), poly.to_owned(), format!("{huge} 3 0\n1 1 2 3\n"), "t.ele, line 3: the file ends early"),
+    ];
+    for (node, poly, ele, want) in cases {
+        let (r, bytes) = peak::largest(|| Triangulation::parse("t".as_ref(), &node, &poly, &ele));
+        assert!(bytes <= SMALL, "{want}: one allocation of {bytes} bytes");
+        let e = r.unwrap_err().to_string();
+        assert!(e.starts_with(want), "{e}");
     }
 }

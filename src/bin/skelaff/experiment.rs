@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use skelaff::locality::atomic_file;
 use skelaff::stamp::peer::Comparison;
 use skelaff::stamp::{self, CommonArgs, Entry};
 use skelaff::worklist::{PagePolicy, TxAssist};
@@ -236,7 +237,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool> {
     let sums = summarize(&rows);
     let table = markdown(&apps, &threads, &args.policies, &sums, args.runs, &used);
     let md = args.out.join("results.md");
-    std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
+    atomic_file::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
     print!("{table}");
     let mut plots = Vec::new();
     for app in &apps {
@@ -295,7 +296,7 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
             r.app, r.policy, r.threads, r.run, r.seconds, r.units, r.commits, r.aborts, r.check_passed
         );
     }
-    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
+    atomic_file::write(path, s).with_context(|| format!("writing {}", path.display()))
 }
 
 fn markdown(

@@ -3,13 +3,12 @@
 //! its rows split over the ranks (each rank reads the file, keeps its rows
 //! and runs them on its own team).
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
 
 use serde::Serialize;
+use skelaff::locality::atomic_file::AtomicFile;
 use skelaff::spmv::cg::{self, CgOptions};
 use skelaff::spmv::{Csr, Engine, Error, TeamSpmv, mm};
 use skelaff::spmv_args::EngineArgs;
@@ -32,17 +31,12 @@ impl FromStr for VectorSource {
 }
 
 impl VectorSource {
-    /// The vector, `len` long.
-    fn load(&self, len: usize, what: &'static str) -> Result<Vec<f64>, Error> {
+    /// The vector, `len` long (a file of another length is refused at its
+    /// size line, naming the file).
+    fn load(&self, len: usize) -> Result<Vec<f64>, Error> {
         match self {
             VectorSource::Ones => Ok(vec![1.0; len]),
-            VectorSource::File(p) => {
-                let v = mm::read_vector(p)?;
-                if v.len() != len {
-                    return Err(Error::DimensionMismatch { what, got: v.len(), expected: len });
-                }
-                Ok(v)
-            }
+            VectorSource::File(p) => mm::read_vector(p, len),
         }
     }
 }
@@ -151,9 +145,11 @@ fn load_matrix(path: &Path, symmetric: bool) -> Result<Csr, Error> {
     Ok(a)
 }
 
+/// Writes `v` to `path` atomically (the previous file or this one, complete).
 fn write_vector(path: &Path, v: &[f64]) -> Result<(), Error> {
-    let f = File::create(path).map_err(Error::Write)?;
-    mm::write_vector(BufWriter::new(f), v)
+    let mut f = AtomicFile::create(path).map_err(Error::Write)?;
+    mm::write_vector(&mut f, v)?;
+    f.commit().map_err(Error::Write)
 }
 
 fn relative(diff2: f64, base2: f64) -> f64 {
@@ -164,7 +160,7 @@ fn relative(diff2: f64, base2: f64) -> f64 {
 pub(crate) fn cg_local(args: &CgArgs) -> Result<LinearReport, Error> {
     let a = load_matrix(&args.file, true)?;
     let n = a.nrows();
-    let b = args.rhs.load(n, "the right-hand side")?;
+    let b = args.rhs.load(n)?;
     let engine: Engine = args.engine.engine()?;
     let mut op = engine.csr(&a)?;
     let mut x = vec![0.0; n];
@@ -191,7 +187,7 @@ pub(crate) fn cg_local(args: &CgArgs) -> Result<LinearReport, Error> {
 /// One machine: `skelaff spmv`.
 pub(crate) fn spmv_local(args: &SpmvArgs) -> Result<LinearReport, Error> {
     let a = load_matrix(&args.file, false)?;
-    let x = args.x.load(a.ncols(), "x")?;
+    let x = args.x.load(a.ncols())?;
     let engine: Engine = args.engine.engine()?;
     let mut op = engine.csr(&a)?;
     let mut y = vec![0.0; a.nrows()];
@@ -322,7 +318,7 @@ mod distributed {
     pub(super) fn cg(comm: &RankComm, args: &CgArgs) -> Result<LinearReport, Error> {
         let a = load(comm, &args.file, true)?;
         let n = a.nrows();
-        let b = comm.agree(args.rhs.load(n, "the right-hand side"))?;
+        let b = comm.agree(args.rhs.load(n))?;
         let engine = comm.agree(args.engine.engine())?;
         let mut op = DistCsr::from_global(comm, &engine, &a, engine.options().split)?;
         let rows = op.rows().range(comm.rank());
@@ -352,7 +348,7 @@ mod distributed {
 
     pub(super) fn spmv(comm: &RankComm, args: &SpmvArgs) -> Result<LinearReport, Error> {
         let a = load(comm, &args.file, false)?;
-        let x = comm.agree(args.x.load(a.ncols(), "x"))?;
+        let x = comm.agree(args.x.load(a.ncols()))?;
         let engine = comm.agree(args.engine.engine())?;
         let mut op = DistCsr::from_global(comm, &engine, &a, engine.options().split)?;
         let mut y = vec![0.0; op.local_rows()];

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-
+use skelaff::locality::atomic_file::AtomicFile;
 use skelaff::locality::{Footprint, LocalityTable, Profile, RowKind, RunLocality, Scheme};
 
 /// Options of `skelaff locality`.
@@ -176,12 +176,16 @@ pub(crate) fn footprint(args: &FootprintArgs) -> Result<()> {
     };
     let p = Profile::load(&profile)?;
     let f = Footprint::new(&p, args.bins);
-    let open = |name: &str| {
+    // Each file is written atomically: a run killed here leaves the previous
+    // run's file or this one's, complete.
+    let write = |name: &str, fill: &dyn Fn(&mut AtomicFile) -> skelaff::locality::Result<()>| {
         let path = out.join(name);
-        fs::File::create(&path).with_context(|| format!("creating {}", path.display()))
+        let mut file = AtomicFile::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        fill(&mut file).with_context(|| format!("writing {}", path.display()))?;
+        file.commit().with_context(|| format!("writing {}", path.display()))
     };
-    f.write_cells_csv(open("footprint.csv")?)?;
-    f.write_sharing_csv(open("sharing.csv")?)?;
+    write("footprint.csv", &|w| f.write_cells_csv(w))?;
+    write("sharing.csv", &|w| f.write_sharing_csv(w))?;
     f.plot_svg(&out.join("footprint.svg"))?;
     print!("{f}");
     println!("wrote footprint.csv, sharing.csv and footprint.svg in {}", out.display());

@@ -23,14 +23,21 @@ struct Series {
 }
 
 /// Draws `series` against integer thread counts `1..=max_threads`, with a
-/// dashed grey line at 1.
+/// dashed grey line at 1, into the SVG file at `path` (written atomically).
 fn draw(path: &Path, caption: &str, y_desc: &str, max_threads: u32, series: &[Series]) -> Result<()> {
+    let mut svg = String::new();
+    draw_svg(&mut svg, caption, y_desc, max_threads, series)?;
+    skelaff::locality::atomic_file::write(path, svg).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The SVG text of [`draw`]'s plot.
+fn draw_svg(svg: &mut String, caption: &str, y_desc: &str, max_threads: u32, series: &[Series]) -> Result<()> {
     let top = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1).chain(s.spread.iter().map(|p| p.2)))
         .fold(1.0f64, f64::max)
         * 1.15;
-    let root = SVGBackend::new(path, (640, 420)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (640, 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 18))

@@ -74,11 +74,21 @@ impl Points {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read_text(path: &Path) -> Result<Points, AppError> {
-        let raw = bytes(path)?;
-        let text = String::from_utf8(raw).map_err(|_| {
-            AppError::Invalid(format!("{}: not a text file (use -b for STAMP's binary format)", path.display()))
+        Points::parse_text(&bytes(path)?, &path.display().to_string())
+    }
+
+    /// Parses STAMP's text format from `raw` (already decompressed), as
+    /// [`Points::read_text`] does; `origin` names the input in errors.
+    ///
+    /// # Errors
+    ///
+    /// As [`Points::read_text`].
+    pub fn parse_text(raw: &[u8], origin: &str) -> Result<Points, AppError> {
+        let text = std::str::from_utf8(raw).map_err(|e| {
+            let line = raw[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            AppError::Invalid(format!("{origin}, line {line}: not UTF-8 text (use -b for STAMP's binary format)"))
         })?;
-        let at = |line: usize, what: String| AppError::Invalid(format!("{}, line {line}: {what}", path.display()));
+        let at = |line: usize, what: String| AppError::Invalid(format!("{origin}, line {line}: {what}"));
         let mut features = Vec::new();
         let mut dims = 0;
         for (n, line) in text.lines().enumerate() {
@@ -109,7 +119,7 @@ impl Points {
             }
         }
         if dims == 0 {
-            return Err(AppError::Invalid(format!("{}: no points", path.display())));
+            return Err(AppError::Invalid(format!("{origin}: no points")));
         }
         Ok(Points { features, dims })
     }
@@ -122,8 +132,17 @@ impl Points {
     /// [`AppError::Invalid`] naming the file: a header out of range, or a
     /// size that does not match it.
     pub fn read_binary(path: &Path) -> Result<Points, AppError> {
-        let raw = bytes(path)?;
-        let bad = |what: String| AppError::Invalid(format!("{} (binary): {what}", path.display()));
+        Points::parse_binary(&bytes(path)?, &path.display().to_string())
+    }
+
+    /// Parses STAMP's binary format from `raw` (already decompressed), as
+    /// [`Points::read_binary`] does; `origin` names the input in errors.
+    ///
+    /// # Errors
+    ///
+    /// As [`Points::read_binary`].
+    pub fn parse_binary(raw: &[u8], origin: &str) -> Result<Points, AppError> {
+        let bad = |what: String| AppError::Invalid(format!("{origin} (binary): {what}"));
         if raw.len() < 8 {
             return Err(bad(format!("{} bytes; the header alone is 8", raw.len())));
         }

@@ -69,9 +69,18 @@ impl Dims {
         if x < 1 || y < 1 || z < 1 {
             return Err(format!("dimensions ({x}, {y}, {z}) must each be at least 1"));
         }
-        let cells = (x as u128) * (y as u128) * (z as u128);
-        if cells > u128::from(MAX_CELLS) {
-            return Err(format!("dimensions ({x}, {y}, {z}) make {cells} cells; at most {MAX_CELLS} are allowed"));
+        // Each side is below 2^63, so x * y fits u128 but a third side may
+        // not: overflow is one more way to exceed MAX_CELLS.
+        match (x as u128).checked_mul(y as u128).and_then(|xy| xy.checked_mul(z as u128)) {
+            Some(cells) if cells <= u128::from(MAX_CELLS) => {}
+            Some(cells) => {
+                return Err(format!("dimensions ({x}, {y}, {z}) make {cells} cells; at most {MAX_CELLS} are allowed"));
+            }
+            None => {
+                return Err(format!(
+                    "dimensions ({x}, {y}, {z}) make over 2^128 cells; at most {MAX_CELLS} are allowed"
+                ));
+            }
         }
         Ok(Dims { x: x as u32, y: y as u32, z: z as u32 })
     }

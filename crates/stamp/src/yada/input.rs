@@ -59,6 +59,11 @@ impl Lines {
     /// into non-empty lines without their `#` comments.
     fn open(path: PathBuf) -> Result<Lines, InputError> {
         let text = read_text(&path)?;
+        Ok(Lines::new(path, &text))
+    }
+
+    /// Splits `text` (the contents of `path`) as [`Lines::open`] does.
+    fn new(path: PathBuf, text: &str) -> Lines {
         let total = text.lines().count();
         let items = text
             .lines()
@@ -70,7 +75,13 @@ impl Lines {
             })
             .collect::<Vec<_>>()
             .into_iter();
-        Ok(Lines { path, items, total })
+        Lines { path, items, total }
+    }
+
+    /// Room to reserve for `count` entries of one line each: never more than
+    /// the lines left, whatever a (damaged) header declares.
+    fn room(&self, count: usize) -> usize {
+        count.min(self.items.len())
     }
 
     fn err(&self, line: usize, what: String) -> InputError {
@@ -182,9 +193,35 @@ impl Triangulation {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read(prefix: &Path) -> Result<Triangulation, InputError> {
-        let (points, ids) = read_nodes(with_suffix(prefix, ".node"))?;
-        let segments = read_segments(with_suffix(prefix, ".poly"), &ids)?;
-        let triangles = read_triangles(with_suffix(prefix, ".ele"), &ids)?;
+        let (points, ids) = read_nodes(Lines::open(with_suffix(prefix, ".node"))?)?;
+        let segments = read_segments(Lines::open(with_suffix(prefix, ".poly"))?, &ids)?;
+        let triangles = read_triangles(Lines::open(with_suffix(prefix, ".ele"))?, &ids)?;
+        Ok(Triangulation { points, segments, triangles })
+    }
+
+    /// Parses the texts of the three files, as [`Triangulation::read`]
+    /// does; errors name them `PREFIX.node`, `PREFIX.poly` and `PREFIX.ele`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Triangulation::read`], [`InputError::Line`] only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stamp::yada::Triangulation;
+    ///
+    /// let (node, poly) = ("3 2 0 0\n1 0 0\n2 1 0\n3 0 1\n", "0 2 0 0\n0 0\n");
+    /// let t = Triangulation::parse("t".as_ref(), node, poly, "1 3 0\n1 1 2 3\n")?;
+    /// assert_eq!(t.triangles, [[0, 1, 2]]);
+    /// let e = Triangulation::parse("t".as_ref(), node, poly, "9 3 0\n1 1 2 3\n").unwrap_err();
+    /// assert_eq!(e.to_string(), "t.ele, line 3: the file ends early; expected a line `<triangle #> <corner> <corner> <corner> ...`");
+    /// # Ok::<(), skelaff_stamp::yada::InputError>(())
+    /// ```
+    pub fn parse(prefix: &Path, node: &str, poly: &str, ele: &str) -> Result<Triangulation, InputError> {
+        let (points, ids) = read_nodes(Lines::new(with_suffix(prefix, ".node"), node))?;
+        let segments = read_segments(Lines::new(with_suffix(prefix, ".poly"), poly), &ids)?;
+        let triangles = read_triangles(Lines::new(with_suffix(prefix, ".ele"), ele), &ids)?;
         Ok(Triangulation { points, segments, triangles })
     }
 }
@@ -192,16 +229,15 @@ impl Triangulation {
 /// Vertex numbers as the files give them, to indices into the points.
 type Ids = HashMap<i64, u32>;
 
-fn read_nodes(path: PathBuf) -> Result<(Vec<Point>, Ids), InputError> {
-    let mut f = Lines::open(path)?;
+fn read_nodes(mut f: Lines) -> Result<(Vec<Point>, Ids), InputError> {
     let form = "<vertices> 2 <attributes> <boundary markers>";
     let (n, h) = f.next(2, form)?;
     let count = f.count(n, &h[0], "vertex count")?;
     if h[1] != "2" {
         return Err(f.err(n, format!("dimension `{}`; yada's meshes are 2-dimensional", h[1])));
     }
-    let mut points = Vec::with_capacity(count);
-    let mut ids = Ids::with_capacity(count);
+    let mut points = Vec::with_capacity(f.room(count));
+    let mut ids = Ids::with_capacity(f.room(count));
     for _ in 0..count {
         let (n, v) = f.next(3, "<vertex #> <x> <y> [attributes] [marker]")?;
         let id = f.int(n, &v[0], "vertex number")?;
@@ -225,8 +261,7 @@ fn corner(f: &Lines, n: usize, field: &str, ids: &Ids) -> Result<u32, InputError
     ids.get(&id).copied().ok_or_else(|| f.err(n, format!("vertex {id} is not in the .node file")))
 }
 
-fn read_segments(path: PathBuf, ids: &Ids) -> Result<Vec<[u32; 2]>, InputError> {
-    let mut f = Lines::open(path)?;
+fn read_segments(mut f: Lines, ids: &Ids) -> Result<Vec<[u32; 2]>, InputError> {
     let (n, h) = f.next(2, "0 2 <attributes> <boundary markers>")?;
     let listed = f.count(n, &h[0], "vertex count")?;
     if listed != 0 {
@@ -239,7 +274,7 @@ fn read_segments(path: PathBuf, ids: &Ids) -> Result<Vec<[u32; 2]>, InputError> 
     }
     let (n, h) = f.next(1, "<segments> <boundary markers>")?;
     let count = f.count(n, &h[0], "segment count")?;
-    let mut segments = Vec::with_capacity(count);
+    let mut segments = Vec::with_capacity(f.room(count));
     for _ in 0..count {
         let (n, v) = f.next(3, "<segment #> <endpoint> <endpoint> [marker]")?;
         let s = [corner(&f, n, &v[1], ids)?, corner(&f, n, &v[2], ids)?];
@@ -251,14 +286,13 @@ fn read_segments(path: PathBuf, ids: &Ids) -> Result<Vec<[u32; 2]>, InputError> 
     Ok(segments)
 }
 
-fn read_triangles(path: PathBuf, ids: &Ids) -> Result<Vec<[u32; 3]>, InputError> {
-    let mut f = Lines::open(path)?;
+fn read_triangles(mut f: Lines, ids: &Ids) -> Result<Vec<[u32; 3]>, InputError> {
     let (n, h) = f.next(2, "<triangles> <corners per triangle> <attributes>")?;
     let count = f.count(n, &h[0], "triangle count")?;
     if h[1] != "3" && h[1] != "6" {
         return Err(f.err(n, format!("`{}` corners per triangle; expected 3 (or 6, of which 3 are read)", h[1])));
     }
-    let mut triangles = Vec::with_capacity(count);
+    let mut triangles = Vec::with_capacity(f.room(count));
     for _ in 0..count {
         let (n, v) = f.next(4, "<triangle #> <corner> <corner> <corner> ...")?;
         let t = [corner(&f, n, &v[1], ids)?, corner(&f, n, &v[2], ids)?, corner(&f, n, &v[3], ids)?];
