@@ -9,7 +9,7 @@
 //! ratios (skelaff over each peer).
 //!
 //! ```sh
-//! cargo bench --bench spmv
+//! cargo bench --bench spmv --features spmv-peers
 //! ```
 
 // `criterion_group!` defines an undocumented public function.

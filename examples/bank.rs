@@ -49,6 +49,7 @@ use serde::Serialize;
 use skelaff::numa::alloc::NumaAlloc;
 use skelaff::stm::{THashMap, TVar, TxError, TxOps, Word};
 use skelaff::worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_bench_support::median_duration;
 
 /// Every allocation follows each worker's page policy (see the quickstart's
 /// "Which allocator").
@@ -117,20 +118,20 @@ enum Outcome {
 /// `n` transfers over `accounts` accounts, two to four distinct accounts
 /// each, amounts 1..=100.
 fn generate(n: u32, accounts: u32, seed: u64) -> Vec<Transfer> {
-    let mut rng = SplitMix(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     (0..n)
         .map(|_| {
-            let len = 2 + rng.below(3) as usize;
+            let len = 2 + rng.u64(..3) as usize;
             let mut a = [0u32; 4];
             let mut k = 0;
             while k < len {
-                let x = rng.below(u64::from(accounts)) as u32;
+                let x = rng.u64(..u64::from(accounts)) as u32;
                 if !a[..k].contains(&x) {
                     a[k] = x;
                     k += 1;
                 }
             }
-            Transfer { accounts: a, len, amount: 1 + rng.below(100) as i64 }
+            Transfer { accounts: a, len, amount: 1 + rng.u64(..100) as i64 }
         })
         .collect()
 }
@@ -292,29 +293,6 @@ fn declined(o: &Outcomes) -> usize {
     o.outcomes.iter().filter(|&&x| x == Outcome::Declined).count()
 }
 
-/// A small seeded generator (SplitMix64).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0), by multiply-shift.
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort_unstable();
-    v[v.len() / 2]
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -409,7 +387,7 @@ fn main() -> ExitCode {
         }
     }
 
-    let seq = ms(median(seq_times));
+    let seq = ms(median_duration(&seq_times));
     println!(
         "{:>7} {:>13} {:>11} {:>9} {:>11} {:>13} {:>7} {:>21}",
         "threads",
@@ -423,7 +401,7 @@ fn main() -> ExitCode {
     );
     let mut rows = Vec::new();
     for (i, &t) in args.threads.iter().enumerate() {
-        let (s, r) = (ms(median(skel_times[i].clone())), ms(median(rayon_times[i].clone())));
+        let (s, r) = (ms(median_duration(&skel_times[i])), ms(median_duration(&rayon_times[i])));
         let row = Row {
             threads: t,
             skelaff_ms: s,

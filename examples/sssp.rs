@@ -39,6 +39,7 @@ use serde::Serialize;
 use skelaff::numa::alloc::NumaAlloc;
 use skelaff::stm::{TVar, TxError, TxOps};
 use skelaff::worklist::{Builder, ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_bench_support::median_duration;
 
 /// Every allocation follows each worker's page policy (see the quickstart's
 /// "Which allocator").
@@ -84,12 +85,12 @@ struct Graph {
 impl Graph {
     /// `n` vertices with `degree` out-edges each, to uniformly drawn targets.
     fn random(n: u32, degree: u32, max_weight: u64, seed: u64) -> Graph {
-        let mut rng = SplitMix(seed);
+        let mut rng = fastrand::Rng::with_seed(seed);
         let edges = n as usize * degree as usize;
         let (mut targets, mut weights) = (Vec::with_capacity(edges), Vec::with_capacity(edges));
         for _ in 0..edges {
-            targets.push(rng.below(u64::from(n)) as u32);
-            weights.push(1 + rng.below(max_weight));
+            targets.push(rng.u64(..u64::from(n)) as u32);
+            weights.push(1 + rng.u64(..max_weight));
         }
         let offsets = (0..=n as usize).map(|v| v * degree as usize).collect();
         Graph { offsets, targets, weights }
@@ -215,29 +216,6 @@ fn rayon_frontiers(g: &Graph, source: u32, pool: &rayon::ThreadPool) -> (Vec<u64
     (dist.into_iter().map(AtomicU64::into_inner).collect(), time)
 }
 
-/// A small seeded generator (SplitMix64).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0), by multiply-shift.
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort_unstable();
-    v[v.len() / 2]
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -327,14 +305,14 @@ fn main() -> ExitCode {
         }
     }
 
-    let seq = ms(median(seq_times));
+    let seq = ms(median_duration(&seq_times));
     println!(
         "{:>7} {:>13} {:>11} {:>9} {:>11} {:>13} {:>9} {:>7}",
         "threads", "sequential ms", "skelaff ms", "rayon ms", "skelaff/seq", "skelaff/rayon", "units", "aborts"
     );
     let mut rows = Vec::new();
     for (i, &t) in args.threads.iter().enumerate() {
-        let (s, r) = (ms(median(skel_times[i].clone())), ms(median(rayon_times[i].clone())));
+        let (s, r) = (ms(median_duration(&skel_times[i])), ms(median_duration(&rayon_times[i])));
         let mid = |v: &Vec<u64>| {
             let mut v = v.clone();
             v.sort_unstable();

@@ -7,6 +7,7 @@
 pub mod alloc_workloads;
 pub mod chase;
 pub mod overhead;
+#[cfg(feature = "spmv-peers")]
 pub mod spmv_peers;
 
 use std::process::ExitCode;

@@ -5,56 +5,7 @@ use proptest::prelude::*;
 use skelaff_spmv::mm::{self, Field, Format, Symmetry};
 use skelaff_spmv::{Csr, Error, MmErrorKind, Triplets};
 
-/// The system allocator, recording per thread the largest single request:
-/// a reader given a short file must not reserve what its header promises.
-mod peak {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    pub(crate) struct Peak;
-
-    thread_local! {
-        // Const-initialised and without a destructor: using it allocates nothing.
-        static LARGEST: Cell<usize> = const { Cell::new(0) };
-    }
-
-    fn note(size: usize) {
-        let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
-    }
-
-    // SAFETY: every method forwards to `System` with the caller's arguments
-    // unchanged, so `System`'s guarantees are the caller's; `note` neither
-    // allocates nor panics.
-    unsafe impl GlobalAlloc for Peak {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            note(layout.size());
-            // SAFETY: the caller's contract for `alloc`, passed on.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            note(layout.size());
-            // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: the caller's contract for `dealloc`, passed on.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            note(new_size);
-            // SAFETY: the caller's contract for `realloc`, passed on.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    /// Runs `f` and returns its value and the largest single allocation it
-    /// made on this thread.
-    pub(crate) fn largest<T>(f: impl FnOnce() -> T) -> (T, usize) {
-        LARGEST.with(|l| l.set(0));
-        let v = f();
-        (v, LARGEST.with(Cell::get))
-    }
-}
+use skelaff_testkit::peak;
 
 #[global_allocator]
 static PEAK: peak::Peak = peak::Peak;

@@ -9,6 +9,7 @@
 pub mod balancing;
 pub mod child;
 pub mod guest;
+pub mod peak;
 mod sys;
 
 pub use child::{ChildExit, run_in_child};
