@@ -45,7 +45,12 @@ pub struct WorkerReport {
 /// The outcome of [`Worklist::run`](crate::Worklist::run).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
-    /// Wall-clock time from the first worker's start to the last one's end.
+    /// Wall-clock time from the first worker's start of this run to the
+    /// last one's end. It leaves out what happens before the workers start:
+    /// creating and pinning threads (a pool's are created once, when it is
+    /// built; per-run threads are created before this clock starts), the
+    /// time a run waits behind other runs of the same pool, and the seeding
+    /// of the pool with the units added before `run`.
     pub wall: Duration,
     /// Units processed.
     pub units: u64,
