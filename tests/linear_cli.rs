@@ -241,7 +241,17 @@ fn under_mpirun_results_equal_one_machine() {
     for np in ["2", "3"] {
         let x_path = dir.join(format!("x{np}.mtx"));
         let out = Command::new("mpirun")
-            .args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", np])
+            .args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                "--mca",
+                "mpi_yield_when_idle",
+                "1",
+                "-np",
+                np,
+            ])
             .arg(env!("CARGO_BIN_EXE_skelaff"))
             .args(["cg", a_path.to_str().unwrap(), "--out", x_path.to_str().unwrap(), "--json"])
             .output()
@@ -258,7 +268,17 @@ fn under_mpirun_results_equal_one_machine() {
     // A malformed file fails on every rank, each saying why, and nobody hangs.
     let bad = write(&dir, "bad.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 7 1.0\n");
     let out = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2"])
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "--mca",
+            "mpi_yield_when_idle",
+            "1",
+            "-np",
+            "2",
+        ])
         .arg(env!("CARGO_BIN_EXE_skelaff"))
         .args(["spmv", bad.to_str().unwrap()])
         .output()
