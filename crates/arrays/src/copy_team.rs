@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 use skelaff_numa_alloc::Topology;
+use skelaff_numa_alloc::pin::{self, Birthplace};
 
 use crate::error::{Error, Result};
 
@@ -209,23 +210,9 @@ impl CopyTeam {
         for node in nodes {
             let queue = Arc::new(Queue::default());
             let q = queue.clone();
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::Builder::new()
-                .name(format!("arrays-copy-{node}"))
-                .spawn(move || {
-                    let pinned = crate::home::pin_to_node(node);
-                    let ok = pinned.is_ok();
-                    let _ = tx.send(pinned);
-                    if ok {
-                        serve(node, &q);
-                    }
-                })
-                .map_err(|e| Error::CopyTeamStart { node, reason: e.to_string() })?;
-            match rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(Error::CopyTeamStart { node, reason: e.to_string() }),
-                Err(_) => return Err(Error::CopyTeamStart { node, reason: "the thread exited".to_owned() }),
-            }
+            // Born on the node: its home node (crate::home) follows from its mask.
+            pin::spawn_pinned(format!("arrays-copy-{node}"), Birthplace::Node(node), move || serve(node, &q))
+                .map_err(|source| Error::CopyTeamStart { node, source })?;
             queues.push((node, queue));
         }
         Ok(CopyTeam { queues })

@@ -99,12 +99,13 @@ pub enum Error {
         len: usize,
     },
     /// The background copy team could not start.
-    #[error("cannot start the copy thread for node {node}: {reason}")]
+    #[error("cannot start the copy thread for node {node}")]
     CopyTeamStart {
         /// The node the thread was for.
         node: usize,
-        /// Why.
-        reason: String,
+        /// Why: the node has no CPU this process may use, or no thread.
+        #[source]
+        source: skelaff_numa_alloc::Error,
     },
     /// Input (a graph file, workload parameters) that cannot be used.
     #[error("{source_name}{}: {reason}", line.map(|l| format!(", line {l}")).unwrap_or_default())]

@@ -208,6 +208,16 @@ pub enum Error {
         /// The file.
         path: String,
     },
+    /// The operating system refused a thread ([`pin::spawn_pinned`](crate::pin::spawn_pinned)).
+    #[error("cannot start thread `{name}`")]
+    Spawn {
+        /// The thread's name.
+        name: String,
+        /// What `pthread_create` failed with (usually `EAGAIN`: a limit on
+        /// threads or memory was reached).
+        #[source]
+        source: SysError,
+    },
     /// A system call the kernel refused.
     #[error(transparent)]
     Sys(#[from] SysError),

@@ -99,6 +99,118 @@ pub fn pinned_while(cpu: usize) -> Result<AffinityGuard> {
     Ok(AffinityGuard { before })
 }
 
+/// Where a thread made by [`spawn_pinned`] runs, from its first instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Birthplace {
+    /// Wherever its creator may run (the creator's CPU mask, inherited).
+    Inherited,
+    /// One CPU.
+    Cpu(usize),
+    /// Any CPU of one NUMA node.
+    Node(usize),
+}
+
+/// Starts a named thread that is born where `place` says: the creating
+/// thread takes that CPU mask for the moment of the spawn (see
+/// [`pinned_while`]), so the new thread inherits it and never runs a
+/// single instruction elsewhere, and a CPU or node it may not use is an
+/// error here, on the creator's side, rather than in a thread that has
+/// to report back. The one way every crate of the workspace starts its
+/// long-lived pinned threads (worker pools, helpers, the SpMV team, the
+/// arrays' copy team, the STM's auxiliary threads, the migrator).
+///
+/// # Errors
+///
+/// As [`pin_to_cpu`] and [`pin_to_node`] for the place (before anything is
+/// spawned), or [`Error::Spawn`] if the operating system refuses a thread.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::pin::{self, Birthplace};
+/// use skelaff_numa_alloc::{Error, Topology};
+///
+/// let topo = Topology::get()?;
+/// let cpu = topo.allowed_cpus().first().unwrap();
+/// let t = pin::spawn_pinned("on-one-cpu", Birthplace::Cpu(cpu), skelaff_numa_alloc::topology::thread_affinity)?;
+/// assert_eq!(t.join().unwrap()?.iter().collect::<Vec<_>>(), vec![cpu]);
+///
+/// // A CPU the process may not use: an error, and no thread.
+/// let err = pin::spawn_pinned("nowhere", Birthplace::Cpu(100_000), || ()).unwrap_err();
+/// assert!(matches!(err, Error::CpuNotAllowed { cpu: 100_000, .. }), "{err}");
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn spawn_pinned<F, T>(name: impl Into<String>, place: Birthplace, f: F) -> Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let name = name.into();
+    let _born_on = birth_mask(place)?;
+    std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| spawn_error(name, &e))
+}
+
+/// [`spawn_pinned`] for a thread of a [`std::thread::scope`], which may
+/// borrow from the scope's caller.
+///
+/// # Errors
+///
+/// As [`spawn_pinned`].
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::pin::{self, Birthplace};
+///
+/// let words = vec![1u64, 2, 3];
+/// let sum = std::thread::scope(|s| {
+///     let t = pin::spawn_scoped_pinned(s, "summer", Birthplace::Inherited, || words.iter().sum::<u64>())?;
+///     Ok::<u64, skelaff_numa_alloc::Error>(t.join().unwrap())
+/// })?;
+/// assert_eq!(sum, 6);
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn spawn_scoped_pinned<'scope, 'env, F, T>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    name: impl Into<String>,
+    place: Birthplace,
+    f: F,
+) -> Result<std::thread::ScopedJoinHandle<'scope, T>>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    let name = name.into();
+    let _born_on = birth_mask(place)?;
+    std::thread::Builder::new().name(name.clone()).spawn_scoped(scope, f).map_err(|e| spawn_error(name, &e))
+}
+
+/// Takes `place`'s CPU mask until the guard drops (none to take for
+/// [`Birthplace::Inherited`]).
+fn birth_mask(place: Birthplace) -> Result<Option<AffinityGuard>> {
+    let cpus = match place {
+        Birthplace::Inherited => return Ok(None),
+        Birthplace::Cpu(cpu) => return pinned_while(cpu).map(Some),
+        Birthplace::Node(node) => {
+            let topo = Topology::get()?;
+            topo.check_node(node)?;
+            topo.node(node).map(|n| n.cpus.clone()).unwrap_or_default()
+        }
+    };
+    let before = crate::topology::thread_affinity()?;
+    pin_to_cpus(&cpus)?;
+    Ok(Some(AffinityGuard { before }))
+}
+
+/// [`Error::Spawn`] for a refused thread. The standard library reports a
+/// refused `pthread_create` with its error number; another error (none is
+/// known) is reported as `EAGAIN`, the number for "no resources for
+/// another thread".
+#[cold]
+fn spawn_error(name: String, e: &std::io::Error) -> Error {
+    Error::Spawn { name, source: sys::SysError::new("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN)) }
+}
+
 /// Puts back the calling thread's previous CPU mask when dropped (see
 /// [`pinned_while`]). Drop it on the thread that created it.
 #[derive(Debug)]
@@ -319,6 +431,48 @@ mod tests {
         let before = crate::topology::thread_affinity().unwrap();
         let err = pinned_while(100_000).unwrap_err();
         assert!(matches!(err, Error::CpuNotAllowed { .. }), "{err}");
+        assert_eq!(crate::topology::thread_affinity().unwrap(), before);
+    }
+
+    #[test]
+    fn spawned_threads_are_born_on_their_place_and_the_creator_keeps_its_mask() {
+        let before = crate::topology::thread_affinity().unwrap();
+        let topo = Topology::get().unwrap();
+        let cpu = before.iter().last().unwrap();
+        // The first thing the thread does is read its mask: it was born with it.
+        let t = spawn_pinned("born-on-cpu", Birthplace::Cpu(cpu), crate::topology::thread_affinity).unwrap();
+        assert_eq!(t.join().unwrap().unwrap(), CpuSet::single(cpu));
+        let node = topo.nodes_with_cpus().first().unwrap();
+        let node_cpus = topo.node(node).unwrap().cpus.intersection(topo.allowed_cpus());
+        let t = spawn_pinned("born-on-node", Birthplace::Node(node), crate::topology::thread_affinity).unwrap();
+        assert_eq!(t.join().unwrap().unwrap(), node_cpus);
+        let t = std::thread::scope(|s| {
+            spawn_scoped_pinned(s, "scoped", Birthplace::Cpu(cpu), || {
+                (std::thread::current().name().map(str::to_owned), crate::topology::thread_affinity().unwrap())
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+        });
+        assert_eq!(t, (Some("scoped".to_owned()), CpuSet::single(cpu)));
+        let t = spawn_pinned("inherits", Birthplace::Inherited, crate::topology::thread_affinity).unwrap();
+        assert_eq!(t.join().unwrap().unwrap(), before);
+        assert_eq!(crate::topology::thread_affinity().unwrap(), before);
+    }
+
+    #[test]
+    fn a_place_the_process_may_not_use_is_an_error_before_any_thread() {
+        let before = crate::topology::thread_affinity().unwrap();
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let r = ran.clone();
+        let err = spawn_pinned("nowhere", Birthplace::Cpu(100_000), move || {
+            r.store(true, std::sync::atomic::Ordering::SeqCst)
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::CpuNotAllowed { cpu: 100_000, .. }), "{err}");
+        let err = spawn_pinned("no-node", Birthplace::Node(4000), || ()).unwrap_err();
+        assert!(matches!(err, Error::NoSuchNode { node: 4000, .. }), "{err}");
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
         assert_eq!(crate::topology::thread_affinity().unwrap(), before);
     }
 

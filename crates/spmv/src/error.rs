@@ -147,12 +147,13 @@ pub enum Error {
     #[error("a team thread panicked earlier; the team is poisoned and must be rebuilt")]
     TeamPoisoned,
     /// A team thread could not be started or pinned.
-    #[error("cannot start team thread {thread}: {reason}")]
+    #[error("cannot start team thread {thread}")]
     TeamStart {
         /// The thread's index.
         thread: usize,
-        /// Why.
-        reason: String,
+        /// Why: its CPU is not one this process may use, or no thread.
+        #[source]
+        source: skelaff_numa_alloc::Error,
     },
     /// Another MPI rank failed in a step all ranks take together, so this
     /// rank gives up too (rather than wait for it forever).

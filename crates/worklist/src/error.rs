@@ -38,12 +38,13 @@ pub enum Error {
     Profile(String),
     /// The OS refused to start a worker thread (thread or memory limits);
     /// the workers already started were stopped.
-    #[error("worker {worker}'s thread could not start: {source}; the run was stopped")]
+    #[error("worker {worker}'s thread could not start; the run was stopped")]
     Spawn {
         /// The worker whose thread did not start.
         worker: usize,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What `pthread_create` failed with.
+        #[source]
+        source: skelaff_numa_alloc::SysError,
     },
     /// A run given to a [`WorkerPool`](crate::WorkerPool) of another
     /// size than the builder asked for.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use skelaff_locality::{Migrator, SampleBoard};
+use skelaff_numa_alloc::pin::Birthplace;
 use skelaff_numa_alloc::{Topology, pin};
 
 use crate::access_profile::{AccessProfile, MIGRATION_SLOT};
@@ -656,22 +657,29 @@ fn spawn_helper<'scope, 'env, S: Skeleton, H: Hold<S>, A: Assist<S>>(
     assist: &'env A,
     channel: &'env A::Channel,
 ) -> Option<ScopedJoinHandle<'scope, ()>> {
-    let spawned =
-        std::thread::Builder::new().name(format!("skelaff-helper-{}", info.index)).spawn_scoped(scope, move || {
-            if let Some(cpu) = place.cpu {
-                if let Err(e) = pin::pin_to_cpu(cpu) {
-                    state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
-                }
+    let name = format!("skelaff-helper-{}", info.index);
+    let body = move || {
+        let r = catch_unwind(AssertUnwindSafe(|| assist.helper(channel, state.skeleton(), state.shared(), &info)));
+        if let Err(p) = r {
+            state.decide(Some(info.index), Decision::HelperPanicked { message: panic_message(&*p) });
+        }
+    };
+    // Born on its CPU; where that CPU is refused, unpinned (noted).
+    let spawned = match place.cpu {
+        Some(cpu) => match pin::spawn_scoped_pinned(scope, name.clone(), Birthplace::Cpu(cpu), body) {
+            Err(skelaff_numa_alloc::Error::Spawn { source, .. }) => Err(source.to_string()),
+            Err(e) => {
+                state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
+                pin::spawn_scoped_pinned(scope, name, Birthplace::Inherited, body).map_err(|e| e.to_string())
             }
-            let r = catch_unwind(AssertUnwindSafe(|| assist.helper(channel, state.skeleton(), state.shared(), &info)));
-            if let Err(p) = r {
-                state.decide(Some(info.index), Decision::HelperPanicked { message: panic_message(&*p) });
-            }
-        });
+            Ok(h) => Ok(h),
+        },
+        None => pin::spawn_scoped_pinned(scope, name, Birthplace::Inherited, body).map_err(|e| e.to_string()),
+    };
     match spawned {
         Ok(h) => Some(h),
-        Err(e) => {
-            state.decide(Some(info.index), Decision::HelperNotStarted { error: e.to_string() });
+        Err(error) => {
+            state.decide(Some(info.index), Decision::HelperNotStarted { error });
             None
         }
     }

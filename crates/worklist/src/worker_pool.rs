@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
-use skelaff_numa_alloc::{Topology, pin};
+use skelaff_numa_alloc::Topology;
+use skelaff_numa_alloc::pin::{self, Birthplace};
 
 use crate::config::Builder;
 use crate::crew::Crew;
@@ -141,18 +142,18 @@ impl WorkerPool {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut pool = WorkerPool { crew, layout, infos, mapping, id, handles: Vec::with_capacity(threads) };
         for index in 0..threads {
-            // Pinned from birth: this thread takes the worker's CPU while
-            // it creates the worker, which inherits the mask (see
-            // `pin::pinned_while`). On error `pool` drops, which stops and
-            // joins the threads created so far.
-            let born_on = pool.infos[index].cpu.map(pin::pinned_while).transpose()?;
+            // Pinned from birth (see `pin::spawn_pinned`). On error `pool`
+            // drops, which stops and joins the threads created so far.
+            let place = pool.infos[index].cpu.map_or(Birthplace::Inherited, Birthplace::Cpu);
             let crew = pool.crew.clone();
-            let spawned = std::thread::Builder::new().name(format!("skelaff-worker-{index}")).spawn(move || {
+            let spawned = pin::spawn_pinned(format!("skelaff-worker-{index}"), place, move || {
                 MEMBER_OF.with(|m| m.set(id));
                 crew.serve(index);
             });
-            drop(born_on);
-            pool.handles.push(spawned.map_err(|source| Error::Spawn { worker: index, source })?);
+            pool.handles.push(spawned.map_err(|e| match e {
+                skelaff_numa_alloc::Error::Spawn { source, .. } => Error::Spawn { worker: index, source },
+                other => Error::Numa(other),
+            })?);
         }
         Ok(pool)
     }

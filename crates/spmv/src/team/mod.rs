@@ -36,12 +36,13 @@ use core::fmt;
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 use skelaff_numa_alloc::idle::{IdlePolicy, Wakeup};
+use skelaff_numa_alloc::pin::Birthplace;
 use skelaff_numa_alloc::{Topology, pin};
 
 pub use self::layout::{Layout, ThreadSlot};
@@ -120,8 +121,8 @@ impl Team {
     ///
     /// # Errors
     ///
-    /// [`Error::TeamStart`] if a thread cannot be spawned; [`Error::Numa`]
-    /// if pinning it is refused (a CPU this process may not use).
+    /// [`Error::TeamStart`] naming the thread if it cannot be started on its
+    /// CPU (a CPU this process may not use, or no thread to be had).
     pub fn new(layout: Layout) -> Result<Team> {
         let n = layout.threads();
         let inner = Arc::new(Inner {
@@ -140,30 +141,13 @@ impl Team {
         let caller_parks_at_once = thread::available_parallelism().map_or(true, |cpus| cpus.get() <= n);
         let mut team =
             Team { inner: inner.clone(), handles: Vec::new(), layout, run_lock: Mutex::new(()), caller_parks_at_once };
-        let (ready_tx, ready_rx) = mpsc::channel::<(usize, Result<()>)>();
         for (t, slot) in team.layout.slots().iter().copied().enumerate() {
             let inner = inner.clone();
-            let ready = ready_tx.clone();
-            let h = thread::Builder::new()
-                .name(format!("spmv-team-{t}"))
-                .spawn(move || {
-                    let pinned = pin::pin_to_cpu(slot.cpu).map_err(Error::from);
-                    let ok = pinned.is_ok();
-                    let _ = ready.send((t, pinned));
-                    if ok {
-                        worker(&inner, t);
-                    }
-                })
-                .map_err(|e| Error::TeamStart { thread: t, reason: e.to_string() })?;
+            // Born on its CPU; on an error `team` drops, which stops and
+            // joins the threads started so far.
+            let h = pin::spawn_pinned(format!("spmv-team-{t}"), Birthplace::Cpu(slot.cpu), move || worker(&inner, t))
+                .map_err(|source| Error::TeamStart { thread: t, source })?;
             team.handles.push(h);
-        }
-        drop(ready_tx);
-        for _ in 0..n {
-            match ready_rx.recv() {
-                Ok((_, Ok(()))) => {}
-                Ok((_, Err(e))) => return Err(e),
-                Err(_) => return Err(Error::TeamStart { thread: n, reason: "a team thread exited".into() }),
-            }
         }
         Ok(team)
     }

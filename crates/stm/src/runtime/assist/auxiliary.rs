@@ -23,16 +23,18 @@ const PARK_LIMIT: Duration = Duration::from_millis(50);
 
 /// Starts the auxiliary thread of channel `ch`, pinned to `cpu` if given.
 pub(super) fn spawn(ch: Arc<Channel>, cpu: Option<usize>) -> Result<std::thread::Thread, AssistUnavailable> {
-    let handle = std::thread::Builder::new()
-        .name("stm-auxiliary".into())
-        .spawn(move || {
-            if let Some(cpu) = cpu {
-                // Unpinned if refused: the pair still works, only slower.
-                let _ = skelaff_numa_alloc::pin::pin_to_cpu(cpu);
-            }
-            run(&ch);
-        })
-        .map_err(|e| AssistUnavailable::Spawn { message: e.to_string() })?;
+    use skelaff_numa_alloc::pin::{Birthplace, spawn_pinned};
+    // Born on its CPU; unpinned if that CPU is refused: the pair still
+    // works, only slower.
+    let born = cpu.and_then(|cpu| {
+        let ch = ch.clone();
+        spawn_pinned("stm-auxiliary", Birthplace::Cpu(cpu), move || run(&ch)).ok()
+    });
+    let handle = match born {
+        Some(h) => h,
+        None => spawn_pinned("stm-auxiliary", Birthplace::Inherited, move || run(&ch))
+            .map_err(|e| AssistUnavailable::Spawn { message: e.to_string() })?,
+    };
     Ok(handle.thread().clone())
 }
 
