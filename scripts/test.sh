@@ -49,8 +49,28 @@ step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features s
 # and the doc tests whose compile_fail examples show that `Mpi` and
 # `RankComm` cannot be shared with or moved to another thread. The examples
 # and benches are not built again here: clippy above has type-checked them.
+step cargo test --workspace --lib --bins --tests --features skelaff/mpi --quiet --no-run
+# The instruction-count guard's build (its own profile, below) compiles
+# while the tests run: they leave a core idle much of the time (one test
+# binary at a time; many wait on threads, timers or mpirun). Its output
+# goes to a file, printed when the step below waits for it.
+costs_log="${CARGO_TARGET_DIR:-target}/costs-build.log"
+mkdir -p "$(dirname "$costs_log")"
+echo "== test.sh at $(($(date +%s) - start)) s: in the background: cargo build -p skelaff-costs --profile costs"
+cargo build --quiet -p skelaff-costs --profile costs >"$costs_log" 2>&1 &
+costs_build=$!
+# A step that fails ends the script: the build goes with it.
+trap 'kill "$costs_build" 2>/dev/null || true' EXIT
 step cargo test --workspace --lib --bins --tests --features skelaff/mpi --quiet
 step cargo test --workspace --doc --features skelaff/mpi --quiet
+costs_built() {
+    status=0
+    wait "$costs_build" || status=$?
+    cat "$costs_log"
+    [ "$status" -eq 0 ] || echo "test.sh: building the instruction-count guard failed (exit $status)"
+    return "$status"
+}
+step costs_built
 # The STM's per-operation costs (a read, a write, a commit, one intset and
 # one vacation transaction), counted under callgrind and compared with the
 # committed baselines in crates/costs/baseline.json: fails when a count grew
