@@ -58,7 +58,7 @@ pub use pool::Distribution;
 #[cfg(not(loom))]
 pub use report::{
     ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,
-    ShadowEnds, TimingFigures, TuningFigures, WorkerReport,
+    ShadowEnds, TIME_EVERY, TimeBreakdown, TimingFigures, TuningFigures, WorkerReport,
 };
 #[cfg(not(loom))]
 pub use run::{RunFuture, Worklist};

@@ -419,12 +419,15 @@ pub(crate) struct RunJob<S: Skeleton, H: Hold<S>> {
     /// last one's end (the report's `wall`).
     first_start: AtomicU64,
     last_end: AtomicU64,
+    /// How long [`RunJob::prepare`] took (the report's `setup`).
+    setup: Duration,
 }
 
 impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
     /// Everything before the workers start: the unit pool and its seeds,
     /// the layout's decisions, the migration thread.
     fn prepare(data: H, cfg: &Builder, mut seeds: Vec<S::Unit>, pool: &WorkerPool) -> Result<Self, Error> {
+        let began = Instant::now();
         let topo = Topology::get()?;
         let threads = pool.threads();
         if let Some(seed) = cfg.shuffle {
@@ -489,6 +492,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
             migrator: Mutex::new(migrator),
             first_start: AtomicU64::new(u64::MAX),
             last_end: AtomicU64::new(0),
+            setup: began.elapsed(),
         })
     }
 
@@ -573,6 +577,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
         Ok(RunReport {
             access_profile,
             wall,
+            setup: self.setup,
             units: workers.iter().map(|w| w.units).sum(),
             threads,
             policy: cfg.policy,

@@ -18,6 +18,7 @@ use crate::assist::Assist;
 use crate::config::PagePolicy;
 use crate::page_policy;
 use crate::pool::{Pool, Signal, WorkerQueue};
+use crate::report::time::{self, Attempts, Turn, UnitClock};
 use crate::report::{Decision, DecisionAt, WorkerReport};
 use crate::skeleton::{ProcessCtx, Skeleton, WorkerInfo};
 
@@ -205,6 +206,7 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     channel: &A::Channel,
     assisted: bool,
 ) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
+    let entered = Instant::now();
     page_policy::set_worker_policy(page_policy::initial_policy(
         state.policy,
         &info,
@@ -232,6 +234,8 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     let mut affinity = AffinityFigures::default();
     let mut units = 0u64;
     let mut idle = Duration::ZERO;
+    let mut clock = UnitClock::default();
+    let sample = time::Sampler::new();
     let begin = Instant::now();
     let backoff = Backoff::new();
     let mut finished = 0usize;
@@ -244,11 +248,15 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
         // Note the epoch before looking: a unit published after this
         // moves it, so the wait below cannot miss it.
         let epoch = state.signal.epoch();
+        // One unit in `time::TIME_EVERY` is timed phase by phase.
+        let timing = sample.timed(units);
+        let take = if timing { Some(Instant::now()) } else { None };
         let taken = match ahead.take() {
             Some(u) => Some(u),
             None => state.pool.take(&queue),
         };
         if let Some(unit) = taken {
+            let taken_at = take.map(|_| Instant::now());
             backoff.reset();
             if assisted {
                 // Take one more and hand it over; the first time this makes two.
@@ -274,18 +282,24 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
                     Home::Anywhere => {}
                 }
             }
+            let tx_at = take.map(|_| Instant::now());
+            let mut attempts = take.map(|_| Attempts::new());
             // A unit a helper's tuner samples runs in sampled mode; every
             // other unit in the run's own mode.
-            if assisted && !M::SAMPLED && assist.sampled(&side) {
-                process_unit(state, &stm.sampled(), &unit, &mut user, &mut ctx, (assist, channel, &mut side, assisted));
+            let sampled = assisted && !M::SAMPLED && assist.sampled(&side);
+            let link = (assist, channel, &mut side, assisted);
+            if sampled {
+                process_unit(state, &stm.sampled(), &unit, &mut user, &mut ctx, link, attempts.as_mut());
             } else {
-                process_unit(state, stm, &unit, &mut user, &mut ctx, (assist, channel, &mut side, assisted));
+                process_unit(state, stm, &unit, &mut user, &mut ctx, link, attempts.as_mut());
             }
+            let done_at = take.map(|_| Instant::now());
             state.skeleton().committed(&unit, &mut user, state.shared());
             if assisted {
                 assist.committed(channel, &mut side);
             }
             units += 1;
+            let push_at = take.map(|_| Instant::now());
             let n = ctx.units.len();
             if n > 0 {
                 if state.policy == PagePolicy::Auto && !state.generating.swap(true, Ordering::Release) {
@@ -299,6 +313,7 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
                 }
                 state.signal.wake();
             }
+            let pushed_at = take.map(|_| Instant::now());
             // After the new units are out: a worker the applied oracle
             // holds here keeps none back from the others.
             if let Some(s) = &mut sampler {
@@ -309,6 +324,11 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
             // keeps `pending` high, never low, so the run cannot end early,
             // and the busy path touches no shared counter.
             finished += 1;
+            if let (Some(take), Some(taken), Some(tx), Some(attempts), Some(done), Some(push), Some(pushed)) =
+                (take, taken_at, tx_at, attempts, done_at, push_at, pushed_at)
+            {
+                clock.add(&Turn { take, taken, tx, attempts, done, push, pushed, end: Instant::now() });
+            }
             continue;
         }
         if finished > 0 {
@@ -331,6 +351,7 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
         idle += t.elapsed();
     }
     let total = begin.elapsed();
+    let looped = Instant::now();
     if !state.signal.stopped() {
         atomically_with(stm, |tx| state.skeleton().update(tx, &mut user, state.shared()));
     }
@@ -340,15 +361,18 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     }
     assist.worker_end(channel, side);
     state.skeleton().destroy_worker(user, state.shared());
+    let busy = total.saturating_sub(idle);
+    let setup = (begin - entered) + looped.elapsed();
     Ok(WorkerReport {
         index: info.index,
         cpu: info.cpu,
         node: info.node,
         units,
         stats: Stats::take_thread(),
-        busy: total.saturating_sub(idle),
+        busy,
         idle,
         affinity,
+        time: clock.finish(units, busy, idle, setup),
     })
 }
 
@@ -362,6 +386,7 @@ fn process_unit<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     user: &mut S::PerWorker,
     ctx: &mut ProcessCtx<S::Unit>,
     (assist, channel, side, assisted): (&A, &A::Channel, &mut A::WorkerSide, bool),
+    mut timed: Option<&mut Attempts>,
 ) {
     let mut attempt = 0u32;
     atomically_with(stm, |tx| {
@@ -370,6 +395,13 @@ fn process_unit<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
         }
         attempt += 1;
         ctx.clear();
-        state.skeleton().process(tx, unit, user, state.shared(), ctx)
+        if let Some(t) = timed.as_deref_mut() {
+            t.start();
+        }
+        let r = state.skeleton().process(tx, unit, user, state.shared(), ctx);
+        if let Some(t) = timed.as_deref_mut() {
+            t.returned();
+        }
+        r
     });
 }

@@ -4,6 +4,7 @@
 
 mod decision;
 mod helpers;
+pub(crate) mod time;
 
 use std::fmt;
 use std::time::Duration;
@@ -20,6 +21,7 @@ pub use decision::{Decision, DecisionAt, NoHelper};
 pub use helpers::{
     ChannelFigures, CounterFigures, HelperFigures, HelpersReport, ShadowEnds, TimingFigures, TuningFigures,
 };
+pub use time::{TIME_EVERY, TimeBreakdown};
 
 /// One worker's figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +42,8 @@ pub struct WorkerReport {
     pub idle: Duration,
     /// What affinity scheduling did for this worker's units (zero when off).
     pub affinity: AffinityFigures,
+    /// Where its time went.
+    pub time: TimeBreakdown,
 }
 
 /// The outcome of [`Worklist::run`](crate::Worklist::run).
@@ -54,6 +58,10 @@ pub struct RunReport {
     pub wall: Duration,
     /// Units processed.
     pub units: u64,
+    /// The run's set-up before the workers start (inside `run`, so after
+    /// the pool's threads exist): the unit pool and its seeding (shuffled
+    /// and routed when asked), the layout's decisions, the migration thread.
+    pub setup: Duration,
     /// Threads used.
     pub threads: usize,
     /// The page policy that was asked for (`auto` for SkelAff).
@@ -122,6 +130,7 @@ impl RunReport {
             }
         }
         self.wall += later.wall;
+        self.setup += later.setup;
         self.units += later.units;
         for w in later.workers {
             match self.workers.iter_mut().find(|x| x.index == w.index) {
@@ -131,6 +140,7 @@ impl RunReport {
                     x.busy += w.busy;
                     x.idle += w.idle;
                     x.affinity.merge(&w.affinity);
+                    x.time.merge(&w.time);
                 }
                 None => self.workers.push(w),
             }
@@ -162,6 +172,15 @@ impl RunReport {
         self.stats().total_aborts()
     }
 
+    /// Where the workers' time went, summed over them.
+    pub fn time(&self) -> TimeBreakdown {
+        let mut t = TimeBreakdown::default();
+        for w in &self.workers {
+            t.merge(&w.time);
+        }
+        t
+    }
+
     /// Affinity scheduling's figures summed over the workers.
     pub fn affinity(&self) -> AffinityFigures {
         let mut a = AffinityFigures::default();
@@ -184,6 +203,8 @@ impl RunReport {
         };
         json!({
             "wall_seconds": self.wall.as_secs_f64(),
+            "setup_seconds": self.setup.as_secs_f64(),
+            "time": time_json(&self.time()),
             "units": self.units,
             "units_per_second": self.units_per_second(),
             "threads": self.threads,
@@ -206,6 +227,7 @@ impl RunReport {
                 "mean_write_set": w.stats.mean_write_set(),
                 "busy_seconds": w.busy.as_secs_f64(),
                 "idle_seconds": w.idle.as_secs_f64(),
+                "time": time_json(&w.time),
             })).collect::<Vec<_>>(),
             "decisions": self.decisions.iter().map(|d| json!({
                 "at_seconds": d.at.as_secs_f64(),
@@ -217,6 +239,30 @@ impl RunReport {
             "affinity": self.affinity(),
         })
     }
+}
+
+/// A breakdown in seconds, with each part's share of the worker time.
+fn time_json(t: &TimeBreakdown) -> Value {
+    let total = t.total().as_secs_f64();
+    let share = |s: f64| if total > 0.0 { s / total } else { 0.0 };
+    let parts = [
+        ("setup", t.setup),
+        ("pool", t.pool),
+        ("aborted", t.aborted),
+        ("process", t.process),
+        ("commit", t.commit),
+        ("other", t.other),
+        ("untimed", t.untimed),
+        ("idle", t.idle),
+    ];
+    json!({
+        "timed_units": t.timed_units,
+        "units": t.units,
+        "timed_seconds": t.timed.as_secs_f64(),
+        "worker_seconds": total,
+        "seconds": parts.iter().map(|(k, v)| ((*k).to_owned(), json!(v.as_secs_f64()))).collect::<serde_json::Map<_, _>>(),
+        "shares": parts.iter().map(|(k, v)| ((*k).to_owned(), json!(share(v.as_secs_f64())))).collect::<serde_json::Map<_, _>>(),
+    })
 }
 
 impl fmt::Display for RunReport {
@@ -242,6 +288,23 @@ impl fmt::Display for RunReport {
             }
         }
         writeln!(f)?;
+        let t = self.time();
+        let total = t.total().as_secs_f64();
+        let pc = |d: Duration| if total > 0.0 { 100.0 * d.as_secs_f64() / total } else { 0.0 };
+        writeln!(
+            f,
+            "worker time {total:.3} s: pool {:.1}% | aborted {:.1}% | process {:.1}% | commit {:.1}% | other {:.1}% | idle {:.1}% | setup {:.1}%{} (shares of {} timed units, 1 in {TIME_EVERY}); run set-up {:.3} s",
+            pc(t.pool),
+            pc(t.aborted),
+            pc(t.process),
+            pc(t.commit),
+            pc(t.other),
+            pc(t.idle),
+            pc(t.setup),
+            if t.untimed.is_zero() { String::new() } else { format!(" | untimed {:.1}%", pc(t.untimed)) },
+            t.timed_units,
+            self.setup.as_secs_f64(),
+        )?;
         writeln!(
             f,
             "  {:>6} {:>4} {:>4} {:>10} {:>10} {:>9} {:>8} {:>8}",

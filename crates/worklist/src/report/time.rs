@@ -1,0 +1,207 @@
+//! Where a worker's time went: the [`TimeBreakdown`] of a run's report,
+//! and the clock a worker times its sampled units with.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// One unit in this many is timed phase by phase (every 64th, from a
+/// random offset in each worker). A timed unit reads the clock seven
+/// times (a few tens of nanoseconds each with Linux's vDSO clock), so the
+/// timing costs a few nanoseconds per unit on average; an untimed unit
+/// pays one test of its count.
+pub const TIME_EVERY: u64 = 64;
+
+/// Where a worker's time went (or the sum over a run's workers).
+///
+/// The worker's wall time from its start to its end is `setup` + `busy` +
+/// `idle` ([`WorkerReport`](crate::WorkerReport)'s `busy` and `idle`), each
+/// measured in full. The busy time is split into its parts by the timed
+/// units (one in [`TIME_EVERY`]): each part gets the share of `busy` that
+/// it had of the timed units' time (a ratio estimate, as a sampling
+/// profiler's). So the parts add up to `busy` exactly, and a unit that
+/// ran long (a page fault, a preemption, a big transaction) weighs in the
+/// shares only if it was timed: a run of few units, or units of very
+/// unequal length, gets rough shares. `timed` says how much time the
+/// shares rest on. A worker that timed no unit (fewer than
+/// [`TIME_EVERY`]) reports its busy time as `untimed`.
+///
+/// `process` is the skeleton's own code *and* its transactional reads,
+/// writes and allocations (they interleave too finely to be timed apart
+/// without slowing them); the STM's per-operation costs are counted by
+/// `skelaff-costs` under callgrind, and [`Stats`](skelaff_stm::Stats)
+/// gives how many reads and writes the units made.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TimeBreakdown {
+    /// Units timed phase by phase.
+    pub timed_units: u64,
+    /// Units in all.
+    pub units: u64,
+    /// The timed units' own time: what the shares rest on.
+    pub timed: Duration,
+    /// Taking units from the pool (its own queue, or stealing) and handing
+    /// the units a transaction made to it, waking idle workers.
+    pub pool: Duration,
+    /// Attempts that rolled back (conflicts, retries, read-only upgrades),
+    /// their commit attempts and back-off included.
+    pub aborted: Duration,
+    /// The committed attempt's `process`: the skeleton's code with its
+    /// transactional reads, writes and allocations.
+    pub process: Duration,
+    /// The committed attempt's commit: from `process`'s return to the end
+    /// of the transaction (validation, locking, write-back, freeing).
+    pub commit: Duration,
+    /// The rest of a unit's turn: [`Skeleton::committed`](crate::Skeleton::committed),
+    /// affinity hints, SkelAff's switch to bind, the access sampler, the
+    /// hand-off to a helper.
+    pub other: Duration,
+    /// Busy time of a worker that timed no unit, so could not split it.
+    pub untimed: Duration,
+    /// Waiting with nothing to take.
+    pub idle: Duration,
+    /// Before and after the unit loop: the page policy, `init_worker`,
+    /// `update` and `destroy_worker`.
+    pub setup: Duration,
+}
+
+impl TimeBreakdown {
+    /// The busy time: the sum of its parts (pool, aborted, process,
+    /// commit, other, untimed).
+    pub fn busy(&self) -> Duration {
+        self.pool + self.aborted + self.process + self.commit + self.other + self.untimed
+    }
+
+    /// The worker time: setup, busy and idle.
+    pub fn total(&self) -> Duration {
+        self.setup + self.busy() + self.idle
+    }
+
+    /// Adds another worker's (or run's) breakdown.
+    pub fn merge(&mut self, o: &TimeBreakdown) {
+        self.timed_units += o.timed_units;
+        self.units += o.units;
+        self.timed += o.timed;
+        self.pool += o.pool;
+        self.aborted += o.aborted;
+        self.process += o.process;
+        self.commit += o.commit;
+        self.other += o.other;
+        self.untimed += o.untimed;
+        self.idle += o.idle;
+        self.setup += o.setup;
+    }
+}
+
+/// The timed units' sums, kept by a worker while it runs.
+#[derive(Debug, Default)]
+pub(crate) struct UnitClock {
+    timed: u64,
+    pool: Duration,
+    aborted: Duration,
+    process: Duration,
+    commit: Duration,
+    other: Duration,
+}
+
+/// The moments of one timed unit's transaction (see [`UnitClock::transaction`]).
+#[derive(Debug)]
+pub(crate) struct Attempts {
+    first: Option<Instant>,
+    last: Instant,
+    returned: Instant,
+}
+
+impl Attempts {
+    pub(crate) fn new() -> Self {
+        let now = Instant::now();
+        Attempts { first: None, last: now, returned: now }
+    }
+
+    /// An attempt starts.
+    #[inline]
+    pub(crate) fn start(&mut self) {
+        let now = Instant::now();
+        self.first.get_or_insert(now);
+        self.last = now;
+    }
+
+    /// The attempt's `process` returned.
+    #[inline]
+    pub(crate) fn returned(&mut self) {
+        self.returned = Instant::now();
+    }
+}
+
+/// The moments of one timed unit's turn, in the order the worker reaches them.
+#[derive(Debug)]
+pub(crate) struct Turn {
+    /// Before taking the unit.
+    pub(crate) take: Instant,
+    /// After taking it.
+    pub(crate) taken: Instant,
+    /// Before its transaction.
+    pub(crate) tx: Instant,
+    /// The transaction's attempts.
+    pub(crate) attempts: Attempts,
+    /// After the transaction.
+    pub(crate) done: Instant,
+    /// Before handing its new units to the pool.
+    pub(crate) push: Instant,
+    /// After that.
+    pub(crate) pushed: Instant,
+    /// At the end of the turn.
+    pub(crate) end: Instant,
+}
+
+impl UnitClock {
+    /// Adds a timed unit's turn.
+    pub(crate) fn add(&mut self, t: &Turn) {
+        self.timed += 1;
+        self.pool += (t.taken - t.take) + (t.pushed - t.push);
+        let first = t.attempts.first.unwrap_or(t.attempts.last);
+        self.aborted += t.attempts.last - first;
+        self.process += t.attempts.returned.saturating_duration_since(t.attempts.last);
+        self.commit += t.done.saturating_duration_since(t.attempts.returned);
+        self.other += (t.tx - t.taken) + (t.push - t.done) + (t.end - t.pushed);
+    }
+
+    /// The breakdown of a worker that processed `units` units in `busy`,
+    /// waited `idle` and spent `setup` around its loop.
+    pub(crate) fn finish(self, units: u64, busy: Duration, idle: Duration, setup: Duration) -> TimeBreakdown {
+        let timed = self.pool + self.aborted + self.process + self.commit + self.other;
+        let mut b = TimeBreakdown { timed_units: self.timed, units, timed, idle, setup, ..TimeBreakdown::default() };
+        if timed.is_zero() {
+            b.untimed = busy;
+            return b;
+        }
+        let share = |part: Duration| busy.mul_f64(part.as_secs_f64() / timed.as_secs_f64());
+        b.pool = share(self.pool);
+        b.aborted = share(self.aborted);
+        b.process = share(self.process);
+        b.commit = share(self.commit);
+        // The rounding left over goes to `other`, so the parts add up exactly.
+        b.other = busy.saturating_sub(b.pool + b.aborted + b.process + b.commit);
+        b
+    }
+}
+
+/// Which of a worker's units are timed: one in [`TIME_EVERY`], from a
+/// random offset, so that the sample is not always led by a worker's first
+/// unit (cold caches, first-touch page faults), which would inflate every
+/// part of a short run's estimate.
+#[derive(Debug)]
+pub(crate) struct Sampler {
+    offset: u64,
+}
+
+impl Sampler {
+    pub(crate) fn new() -> Self {
+        Sampler { offset: fastrand::u64(..TIME_EVERY) }
+    }
+
+    /// Whether the unit a worker takes after `units` committed ones is timed.
+    #[inline]
+    pub(crate) fn timed(&self, units: u64) -> bool {
+        (units + self.offset) % TIME_EVERY == 0
+    }
+}
