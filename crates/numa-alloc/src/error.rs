@@ -50,7 +50,7 @@ pub enum Error {
     /// A strict placement (bind, cyclic) asking more of its nodes than they
     /// have: checked before anything is mapped, and again after a prefault
     /// found pages it could not place there. Never an OOM kill: see the
-    /// crate docs' "When a node is full".
+    /// crate docs' "When a node is full or not allowed".
     #[error(
         "{policy} placement needs {requested} bytes ({} MiB) on NUMA node(s) {nodes}, which have {available} bytes ({} MiB) available (free plus reclaimable page cache); ask for less, bind to more nodes, or use preferred:NODE to let pages that do not fit go to other nodes",
         .requested >> 20, .available >> 20

@@ -15,8 +15,8 @@
 
 use crate::error::{Error, Result};
 use crate::node_memory;
-use crate::policy::{Apply, Form, Policy};
 use crate::placement::{PageLocation, Placement};
+use crate::policy::{Apply, Form, Policy};
 use crate::sets::NodeSet;
 use crate::sys;
 use crate::topology::Topology;

@@ -217,7 +217,10 @@ mod tests {
         let e = check_allowed_now(&NodeSet::single(outside)).unwrap_err();
         assert_eq!(e, Error::NodeNotAllowed { node: outside, allowed: Box::new(allowed) });
         let text = e.to_string();
-        assert!(text.contains(&format!("node {outside} is not allowed")) && text.contains(&allowed.to_string()), "{text}");
+        assert!(
+            text.contains(&format!("node {outside} is not allowed")) && text.contains(&allowed.to_string()),
+            "{text}"
+        );
     }
 
     #[test]

@@ -62,7 +62,7 @@ impl Placement {
     ///
     /// # Errors
     ///
-    /// [`Error::Sys`] if `move_pages` fails as a whole.
+    /// [`Error::Sys`](crate::Error::Sys) if `move_pages` fails as a whole.
     pub fn query(addr: *const u8, len: usize, page_size: usize) -> Result<Placement> {
         let count = len.div_ceil(page_size);
         let pages = locate((0..count).map(|p| addr.wrapping_add(p * page_size)), count)?;
@@ -87,7 +87,7 @@ impl Placement {
     ///
     /// # Errors
     ///
-    /// [`Error::Sys`] if `move_pages` fails as a whole.
+    /// [`Error::Sys`](crate::Error::Sys) if `move_pages` fails as a whole.
     ///
     /// # Examples
     ///
@@ -115,7 +115,7 @@ impl Placement {
     /// with `move_pages` (`MPOL_MF_MOVE`: pages this process alone maps),
     /// 4096 pages per system call however scattered they are, and says
     /// where each page is afterwards, in the order given. Unlike a
-    /// [`Policy`] applied with [`Apply::Migrate`] (an `mbind` per range),
+    /// [`Policy`](crate::Policy) applied with [`Apply::Migrate`](crate::Apply::Migrate) (an `mbind` per range),
     /// this leaves the memory policy of the mappings alone and does not
     /// split them: it is what a migration thread moving a few hot pages, or
     /// an oracle moving thousands of scattered ones at once, wants. A page
@@ -124,9 +124,9 @@ impl Placement {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchNode`] or [`Error::NodeNotAllowed`] for a target node
+    /// [`Error::NoSuchNode`](crate::Error::NoSuchNode) or [`Error::NodeNotAllowed`](crate::Error::NodeNotAllowed) for a target node
     /// this process cannot use (checked before anything moves), and
-    /// [`Error::Sys`] if `move_pages` fails as a whole.
+    /// [`Error::Sys`](crate::Error::Sys) if `move_pages` fails as a whole.
     ///
     /// # Examples
     ///

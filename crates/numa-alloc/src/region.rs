@@ -199,8 +199,7 @@ impl NumaRegion {
         if options.prefault || matches!(options.huge, HugePages::Explicit(_)) {
             // SAFETY: the region's mapping is fresh, ours, aligned to
             // `page_size`, which divides `mapped`; nothing refers into it yet.
-            let spilled =
-                unsafe { fit::prefault(topo, &options.policy, ptr.as_ptr(), mapped, page_size, &demands) };
+            let spilled = unsafe { fit::prefault(topo, &options.policy, ptr.as_ptr(), mapped, page_size, &demands) };
             region.spilled = spilled.map_err(|e| match (options.huge, &e) {
                 (HugePages::Explicit(_), Error::Sys(s)) if matches!(s.errno(), libc::ENOMEM | libc::EFAULT) => {
                     Error::HugePagesUnavailable {

@@ -31,8 +31,8 @@ pub(crate) const MPOL_INTERLEAVE: c_int = 3;
 /// `MPOL_LOCAL`: allocate on the node of the CPU that touches the page.
 pub(crate) const MPOL_LOCAL: c_int = 4;
 /// `MPOL_PREFERRED_MANY` (Linux 5.15): allocate on the given nodes while
-/// they have memory (trying them with light reclaim only, never the OOM
-/// killer), on the others after.
+/// they have free memory (trying them without direct reclaim, and never
+/// with the OOM killer), on the others after.
 pub(crate) const MPOL_PREFERRED_MANY: c_int = 5;
 
 /// `get_mempolicy` flag: return the nodes this thread may allocate on (its

@@ -243,7 +243,11 @@ fn global_alloc(full: usize) -> Check {
             on += p.count_on(full);
             off += p.pages().len() - p.count_on(full);
         }
-        println!("{} large blocks: {on} pages on node {full}, {off} elsewhere; node_full {}", large.len(), st.node_full);
+        println!(
+            "{} large blocks: {on} pages on node {full}, {off} elsewhere; node_full {}",
+            large.len(),
+            st.node_full
+        );
         let chunk = alloc::chunk_info(small[small.len() - 1].as_ptr()).ok_or("the last small block has no chunk")?;
         println!("last small block's chunk: {chunk:?}");
         if st.node_full == 0 || on * 4096 < len / 2 || off == 0 || st.fallbacks != 0 {
@@ -294,7 +298,10 @@ fn in_cpuset(full: usize) -> Check {
     let now = node_memory::mems_allowed_now().map_err(|e| e.to_string())?;
     let status = std::fs::read_to_string("/proc/self/status").map_err(|e| e.to_string())?;
     let line = status.lines().find(|l| l.starts_with("Mems_allowed_list")).unwrap_or("no Mems_allowed_list");
-    println!("moved into {CGROUP}: {line}; mems_allowed_now {now}; the topology (read before) says {}", topo.allowed_nodes());
+    println!(
+        "moved into {CGROUP}: {line}; mems_allowed_now {now}; the topology (read before) says {}",
+        topo.allowed_nodes()
+    );
     if now.contains(full) || now.is_empty() {
         return Err(format!("the cpuset did not take node {full} away: {now}"));
     }

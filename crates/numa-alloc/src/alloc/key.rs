@@ -196,7 +196,8 @@ impl Key {
         }
         // Each node's share of the mapping, rounded up to a block.
         let share = len.div_ceil(self.nodes.len().max(1)).next_multiple_of(self.block);
-        let short: NodeSet = self.nodes.iter().filter(|&n| single(n).is_some_and(|one| !has_room(&one, share))).collect();
+        let short: NodeSet =
+            self.nodes.iter().filter(|&n| single(n).is_some_and(|one| !has_room(&one, share))).collect();
         let mut bound = if prefault {
             // Every block preferred, faulted in, then bound with a move.
             self.bind_blocks(addr, 0, len, rotation, &self.nodes, 0) && {

@@ -46,7 +46,7 @@ pub const SMALL_MAX: usize = class::SMALL_MAX;
 pub const MEDIUM_MAX: usize = class::MEDIUM_MAX;
 /// Memory a bind or cyclic mapping's node must have available beyond the
 /// mapping for the allocator to bind it; below that it prefers the node
-/// instead ([`Binding::NodeFull`]): see "When a node is full".
+/// instead ([`Binding::NodeFull`]): see the crate docs' "When a node is full or not allowed".
 pub const ROOM_MARGIN: u64 = key::ROOM_MARGIN;
 /// Empty chunks each arena keeps as they are (pages mapped and faulted in)
 /// for its next spans and medium blocks.
