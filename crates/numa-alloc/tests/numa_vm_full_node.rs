@@ -42,9 +42,12 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     if spec.memory_only == 0 || spec.memory_only_mib > 128 {
+        let has = match spec.memory_only {
+            0 => "none".to_owned(),
+            _ => format!("its memory-only nodes have {} MiB", spec.memory_only_mib),
+        };
         println!(
-            "numa_vm_full_node: not run on {spec}: it needs a small memory-only node to fill (the 2x1+1 guest's node 2, {} MiB here)",
-            spec.memory_only_mib
+            "numa_vm_full_node: not run on {spec}: it needs a small memory-only node to fill, as the 2x1+1 guest's node 2 ({has})"
         );
         return ExitCode::SUCCESS;
     }
