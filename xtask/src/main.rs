@@ -5,7 +5,9 @@
 //! (with their shared libraries and a busybox) into an initramfs, boots it
 //! under `qemu-system-x86_64 -accel tcg` with emulated NUMA nodes, and
 //! reports each guest's result. Without `--topology` it runs `2x2`, `4x1`
-//! and `2x1+1` (two nodes with one CPU each and a third with memory only).
+//! and `2x1+1` (two nodes with one CPU each and a third with memory only,
+//! and only 96 MiB of it, so that tests can fill that node). The kernel
+//! command line says each node's size (`skelaff.node_mib=512,512,96`).
 //! `--topology numa16` and `--topology numa32` boot the SkelAff paper's
 //! machines (8 nodes x 2 CPUs, 4 nodes x 8 CPUs) with their node distances.
 //!
@@ -43,6 +45,11 @@ mod machines;
 mod stamp_vs_c;
 
 const DEFAULT_TOPOLOGIES: [&str; 3] = ["2x2", "4x1", "2x1+1"];
+/// The memory of a memory-only node (the third node of `2x1+1`), in MiB:
+/// small, so that numa-alloc's `numa_vm_full_node` can fill it in seconds
+/// and check what each policy does then; the other nodes get 512 MiB (256
+/// on guests of more than four nodes).
+const MEMORY_ONLY_NODE_MIB: u64 = 96;
 /// The one default guest that runs the STAMP locality test: it is the
 /// slowest test under TCG, and its table is taken on 4x1. Guests named with
 /// `--topology` run it too.
@@ -471,12 +478,14 @@ fn boot(
     locality: &mut Vec<String>,
 ) -> Result<()> {
     let node_mib: u64 = if spec.total_nodes() <= 4 { 512 } else { 256 };
+    let sizes: Vec<u64> =
+        (0..spec.total_nodes()).map(|n| if n < spec.nodes { node_mib } else { MEMORY_ONLY_NODE_MIB }).collect();
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-cpu", "max", "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"]);
-    cmd.args(["-m", &format!("{}M", node_mib * spec.total_nodes() as u64)]);
+    cmd.args(["-m", &format!("{}M", sizes.iter().sum::<u64>())]);
     cmd.args(["-smp", &format!("{},sockets={},cores={},threads=1", spec.total_cpus(), spec.nodes, spec.cpus_per_node)]);
-    for n in 0..spec.total_nodes() {
-        cmd.args(["-object", &format!("memory-backend-ram,id=m{n},size={node_mib}M")]);
+    for (n, mib) in sizes.iter().enumerate() {
+        cmd.args(["-object", &format!("memory-backend-ram,id=m{n},size={mib}M")]);
         let cpus = if n < spec.nodes {
             format!(",cpus={}-{}", n * spec.cpus_per_node, (n + 1) * spec.cpus_per_node - 1)
         } else {
@@ -497,7 +506,8 @@ fn boot(
     // at the end of the run).
     let mut append = format!(
         "console=ttyS0 quiet panic=-1 numa_balancing=disable transparent_hugepage=madvise \
-         skelaff.topology={spec} skelaff.node_mib={node_mib}"
+         skelaff.topology={spec} skelaff.node_mib={}",
+        sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
     );
     if let Some(m) = machine {
         cmd.args(machines::dist_args(m));
@@ -512,8 +522,13 @@ fn boot(
     cmd.arg("-kernel").arg(kernel).arg("-initrd").arg(initramfs);
     cmd.args(["-append", &append]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let memory_only = if spec.memory_only > 0 {
+        format!(" ({MEMORY_ONLY_NODE_MIB} MiB on each memory-only node)")
+    } else {
+        String::new()
+    };
     println!(
-        "numa-vm {spec}: booting {} nodes, {} CPUs, {node_mib} MiB per node",
+        "numa-vm {spec}: booting {} nodes, {} CPUs, {node_mib} MiB per node{memory_only}",
         spec.total_nodes(),
         spec.total_cpus()
     );
@@ -543,7 +558,9 @@ fn boot(
                     continue;
                 }
                 println!("  [{spec}] {line}");
-                if let Some(test) = line.trim().strip_prefix("SKELAFF-VM-RUN ") {
+                // The first line of the guest's output follows the
+                // firmware's terminal escapes on the same line.
+                if let Some((_, test)) = line.trim().split_once("SKELAFF-VM-RUN ") {
                     started = Some((test.to_owned(), Instant::now()));
                 }
                 if let Some(rest) = line.trim().strip_prefix("SKELAFF-VM-EXIT ") {

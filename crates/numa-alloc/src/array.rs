@@ -150,6 +150,12 @@ impl<T> NumaBox<[T]> {
         self.region.policy()
     }
 
+    /// Pages a prefault put outside the policy's nodes because those were
+    /// full ([`NumaRegion::spilled_pages`]).
+    pub fn spilled_pages(&self) -> usize {
+        self.region.spilled_pages()
+    }
+
     /// Gives the allocation a new policy and migrates its pages.
     ///
     /// # Errors

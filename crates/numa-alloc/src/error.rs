@@ -47,6 +47,25 @@ pub enum Error {
         /// The nodes this process may use.
         allowed: Box<NodeSet>,
     },
+    /// A strict placement (bind, cyclic) asking more of its nodes than they
+    /// have: checked before anything is mapped, and again after a prefault
+    /// found pages it could not place there. Never an OOM kill: see the
+    /// crate docs' "When a node is full or not allowed".
+    #[error(
+        "{policy} placement needs {requested} bytes ({} MiB) on NUMA node(s) {nodes}, which have {available} bytes ({} MiB) available (free plus reclaimable page cache); ask for less, bind to more nodes, or use preferred:NODE to let pages that do not fit go to other nodes",
+        .requested >> 20, .available >> 20
+    )]
+    NodeFull {
+        /// The policy's name (`bind` or `cyclic`).
+        policy: &'static str,
+        /// The nodes that lack the memory (for cyclic: the first node whose
+        /// share does not fit).
+        nodes: Box<NodeSet>,
+        /// The bytes asked of those nodes.
+        requested: u64,
+        /// The bytes they had available when asked.
+        available: u64,
+    },
     /// A policy that needs nodes was given none.
     #[error("the {policy} policy needs at least one node; this process may use nodes {allowed}")]
     EmptyNodeSet {

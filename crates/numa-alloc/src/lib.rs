@@ -3,10 +3,12 @@
 pub mod alloc;
 pub mod array;
 pub mod error;
+mod fit;
 mod frames;
 pub mod idle;
 pub mod node_memory;
 pub mod pin;
+mod placement;
 pub mod policy;
 pub mod region;
 pub mod sets;

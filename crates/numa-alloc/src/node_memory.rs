@@ -1,5 +1,6 @@
 //! How much memory each NUMA node has free right now, as the kernel reports
-//! it in sysfs (`/sys/devices/system/node/nodeN/meminfo`).
+//! it in sysfs (`/sys/devices/system/node/nodeN/meminfo`), and which nodes
+//! this process may allocate on right now (its cpuset's `mems_allowed`).
 //!
 //! [`Topology`](crate::Topology) holds each node's total memory as read once
 //! at start-up; this module answers the question that changes from moment to
@@ -8,6 +9,8 @@
 //! plus the page cache and slab the kernel can drop without writing anything.
 
 use crate::error::{Error, Result, SysError};
+use crate::sets::{MAX_NODES, NodeSet};
+use crate::sys;
 
 /// One node's memory, in bytes, at the moment it was read.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -70,6 +73,90 @@ pub fn node_memory(node: usize) -> Result<NodeMemory> {
     parse_meminfo(node, &text).ok_or(Error::NodeMemoryFormat { node, path })
 }
 
+/// The memory `node` has available now ([`NodeMemory::available`]),
+/// read without allocating (the global allocator asks it before binding a
+/// chunk); `None` if the node's `meminfo` cannot be read or parsed.
+pub(crate) fn available_now(node: usize) -> Option<u64> {
+    const PREFIX: &[u8] = b"/sys/devices/system/node/node";
+    const SUFFIX: &[u8] = b"/meminfo\0";
+    let mut path = [0u8; PREFIX.len() + 20 + SUFFIX.len()];
+    let mut len = PREFIX.len();
+    path[..len].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 20];
+    let mut d = digits.len();
+    let mut n = node;
+    loop {
+        d -= 1;
+        digits[d] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    path[len..len + digits.len() - d].copy_from_slice(&digits[d..]);
+    len += digits.len() - d;
+    path[len..len + SUFFIX.len()].copy_from_slice(SUFFIX);
+    let path = core::ffi::CStr::from_bytes_until_nul(&path).ok()?;
+    // A node's meminfo is about 1.2 KiB; MemTotal, MemFree, Inactive(file)
+    // and SReclaimable are in its first 2 KiB.
+    let mut buf = [0u8; 4096];
+    let n = sys::read_file(path, &mut buf).ok()?;
+    let text = core::str::from_utf8(&buf[..n]).ok()?;
+    parse_meminfo(node, text).map(|m| m.available())
+}
+
+/// The memory the nodes of `nodes` have available together, read now.
+///
+/// # Errors
+///
+/// As [`node_memory`], for the first node that cannot be read.
+pub fn available_on(nodes: &NodeSet) -> Result<u64> {
+    nodes.iter().try_fold(0u64, |sum, n| Ok(sum.saturating_add(node_memory(n)?.available())))
+}
+
+/// The nodes this process may allocate on now: its cpuset's
+/// `mems_allowed`, asked of the kernel (`get_mempolicy` with
+/// `MPOL_F_MEMS_ALLOWED`, one system call). Unlike
+/// [`Topology::allowed_nodes`](crate::Topology::allowed_nodes), read once
+/// at start-up, this follows a move of the process to another cgroup or a
+/// change of its cpuset's `cpuset.mems`.
+///
+/// # Errors
+///
+/// [`Error::Sys`] if the kernel refuses the call (`ENOSYS` on a kernel
+/// without NUMA support).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_numa_alloc::{node_memory, Topology};
+///
+/// let now = node_memory::mems_allowed_now()?;
+/// assert!(Topology::get()?.allowed_nodes().is_subset(&now));
+/// # Ok::<(), skelaff_numa_alloc::Error>(())
+/// ```
+pub fn mems_allowed_now() -> Result<NodeSet> {
+    let mut words = [0u64; MAX_NODES / 64];
+    sys::mems_allowed(&mut words)?;
+    Ok(NodeSet::from_words(&words))
+}
+
+/// Checks that every node of `nodes` is in this process's `mems_allowed`
+/// now ([`mems_allowed_now`]). A kernel that cannot say lets the check pass
+/// (the `mbind` that follows then answers for itself).
+///
+/// # Errors
+///
+/// [`Error::NodeNotAllowed`] naming the first node that is not allowed and
+/// the nodes that are.
+pub(crate) fn check_allowed_now(nodes: &NodeSet) -> Result<()> {
+    let Ok(allowed) = mems_allowed_now() else { return Ok(()) };
+    match nodes.iter().find(|&n| !allowed.contains(n)) {
+        Some(node) => Err(Error::NodeNotAllowed { node, allowed: Box::new(allowed) }),
+        None => Ok(()),
+    }
+}
+
 /// Parses meminfo text: lines `Node 0 MemFree:  123 kB` (sysfs) or
 /// `MemFree:  123 kB` (procfs).
 fn parse_meminfo(node: usize, text: &str) -> Option<NodeMemory> {
@@ -108,6 +195,32 @@ mod tests {
         let procfs = "MemTotal: 64 kB\nMemFree: 32 kB\nInactive(file): 8 kB\n";
         assert_eq!(parse_meminfo(0, procfs).unwrap().available(), 40 << 10);
         assert!(parse_meminfo(0, "garbage").is_none());
+    }
+
+    #[test]
+    fn the_allocators_read_agrees_with_the_public_one() {
+        let node = crate::Topology::get().unwrap().allowed_nodes().first().unwrap();
+        let a = available_now(node).unwrap();
+        let m = node_memory(node).unwrap();
+        // Both are readings of a moving figure: within 64 MiB of each other.
+        assert!(a.abs_diff(m.available()) < 64 << 20, "{a} vs {m:?}");
+        assert!(a <= m.total);
+        assert_eq!(available_now(crate::MAX_NODES + 7), None);
+        assert_eq!(available_on(&NodeSet::new()).unwrap(), 0);
+    }
+
+    #[test]
+    fn mems_allowed_now_names_the_node_outside_it() {
+        let allowed = mems_allowed_now().unwrap();
+        assert!(check_allowed_now(&allowed).is_ok());
+        let outside = (0..MAX_NODES).find(|&n| !allowed.contains(n)).unwrap();
+        let e = check_allowed_now(&NodeSet::single(outside)).unwrap_err();
+        assert_eq!(e, Error::NodeNotAllowed { node: outside, allowed: Box::new(allowed) });
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("node {outside} is not allowed")) && text.contains(&allowed.to_string()),
+            "{text}"
+        );
     }
 
     #[test]

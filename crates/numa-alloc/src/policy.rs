@@ -4,6 +4,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use crate::error::{Error, Result, UnknownName};
+use crate::node_memory::check_allowed_now;
 use crate::sets::NodeSet;
 use crate::sys;
 use crate::topology::Topology;
@@ -57,6 +58,22 @@ pub enum Policy {
         /// The block size in bytes: a positive multiple of the page size.
         block: usize,
     },
+}
+
+/// The form in which [`Policy::apply_as`] hands a policy to the kernel.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Form {
+    /// The policy's own modes.
+    AsIs,
+    /// Bind, and each cyclic block, as `MPOL_PREFERRED_MANY` over the same
+    /// nodes: a prefault under it puts pages the nodes cannot hold on
+    /// other nodes, where under `MPOL_BIND` the page fault would call the
+    /// OOM killer. The other policies as they are.
+    Soft,
+    /// The policy's own modes with `MPOL_MF_STRICT` (and no move): the
+    /// kernel fails with `EIO`, and leaves the range's policy as it was,
+    /// when a resident page of the range is on a node outside the policy's.
+    Check,
 }
 
 /// How [`Policy::apply`] treats pages that are already resident.
@@ -153,10 +170,19 @@ impl Policy {
     /// # Errors
     ///
     /// Validation errors, [`Error::TooManyPieces`], [`Error::BadRange`] for an
-    /// unaligned address, [`Error::MigrationIncomplete`] when `Migrate`
-    /// could not move every page, and [`Error::Sys`] when the kernel refuses
-    /// (`mbind` and its errno).
+    /// unaligned address, [`Error::NodeNotAllowed`] for a node this process
+    /// may not use *now* (its cpuset's `mems_allowed`, asked of the kernel
+    /// before the `mbind`: a cgroup move since start-up is seen),
+    /// [`Error::MigrationIncomplete`] when `Migrate` could not move every
+    /// page (for instance to a node that is full), and [`Error::Sys`] when
+    /// the kernel refuses otherwise (`mbind` and its errno).
     pub fn apply(&self, topo: &Topology, addr: *mut u8, len: usize, how: Apply) -> Result<()> {
+        self.apply_as(topo, addr, len, how, Form::AsIs)
+    }
+
+    /// [`apply`](Policy::apply) in the given form: as is, softened for a
+    /// prefault, or as a check of where resident pages are.
+    pub(crate) fn apply_as(&self, topo: &Topology, addr: *mut u8, len: usize, how: Apply, form: Form) -> Result<()> {
         self.validate(topo)?;
         let page_size = topo.page_size();
         if (addr as usize) % page_size != 0 || len == 0 {
@@ -179,23 +205,49 @@ impl Policy {
                 return Err(Error::TooManyPieces { len, block, pieces, limit, min_block });
             }
         }
-        let flags = match how {
-            Apply::Fresh => 0,
-            Apply::Migrate => sys::MPOL_MF_MOVE | sys::MPOL_MF_STRICT,
+        // The topology's allowed nodes were read at start-up; the kernel
+        // checks against the cpuset as it is now, and would refuse a node
+        // outside it with a bare EINVAL (or, for a set that is partly
+        // outside, quietly use the rest).
+        check_allowed_now(&self.nodes())?;
+        let flags = match (how, form) {
+            (Apply::Migrate, _) => sys::MPOL_MF_MOVE | sys::MPOL_MF_STRICT,
+            (Apply::Fresh, Form::Check) => sys::MPOL_MF_STRICT,
+            (Apply::Fresh, _) => 0,
         };
+        let nodes_of_policy = self.nodes();
         let call = |a: *mut u8, l: usize, mode, nodes: &NodeSet| -> Result<()> {
             sys::mbind(a, l, mode, nodes.as_words(), flags).map_err(|e| {
                 if e.errno() == libc::EIO && how == Apply::Migrate {
                     Error::MigrationIncomplete { failed: l.div_ceil(page_size), pages: len.div_ceil(page_size) }
+                } else if e.errno() == libc::EINVAL {
+                    // The cpuset may have changed since the check above.
+                    check_allowed_now(&nodes_of_policy).err().unwrap_or(Error::Sys(e))
                 } else {
                     Error::Sys(e)
                 }
             })
         };
+        // A strict mode, or in the soft form the preferred mode that puts
+        // what does not fit on other nodes instead of calling the OOM killer.
+        let strict = |a: *mut u8, l: usize, nodes: &NodeSet| -> Result<()> {
+            if form != Form::Soft {
+                return call(a, l, sys::MPOL_BIND, nodes);
+            }
+            match call(a, l, sys::MPOL_PREFERRED_MANY, nodes) {
+                // Before Linux 5.15: one node can still be preferred; a set
+                // is bound (its prefault may then meet the OOM killer).
+                Err(Error::Sys(e)) if e.errno() == libc::EINVAL => match nodes.len() {
+                    1 => call(a, l, sys::MPOL_PREFERRED, nodes),
+                    _ => call(a, l, sys::MPOL_BIND, nodes),
+                },
+                r => r,
+            }
+        };
         match *self {
             Policy::FirstTouch => call(addr, len, sys::MPOL_DEFAULT, &NodeSet::new()),
             Policy::Local => call(addr, len, sys::MPOL_LOCAL, &NodeSet::new()),
-            Policy::Bind(nodes) => call(addr, len, sys::MPOL_BIND, &nodes),
+            Policy::Bind(nodes) => strict(addr, len, &nodes),
             Policy::Preferred(n) => call(addr, len, sys::MPOL_PREFERRED, &NodeSet::try_single(n)?),
             Policy::Interleave(nodes) => {
                 call(addr, len, sys::MPOL_INTERLEAVE, &nodes)?;
@@ -213,7 +265,7 @@ impl Policy {
                 while off < len {
                     let l = block.min(len - off);
                     // SAFETY-free pointer arithmetic: the result stays inside the caller's range.
-                    call(addr.wrapping_add(off), l, sys::MPOL_BIND, &singles[i % singles.len()])?;
+                    strict(addr.wrapping_add(off), l, &singles[i % singles.len()])?;
                     off += l;
                     i += 1;
                 }
@@ -222,15 +274,24 @@ impl Policy {
         }
     }
 
+    /// Whether the policy keeps pages off every node but its own (bind and
+    /// cyclic): what such a policy cannot place, the kernel does not place
+    /// elsewhere.
+    pub const fn is_strict(&self) -> bool {
+        matches!(self, Policy::Bind(_) | Policy::Cyclic { .. })
+    }
+
     /// Makes this the calling thread's kernel policy (`set_mempolicy`): pages
     /// the thread faults in later follow it, wherever they were allocated.
     ///
     /// # Errors
     ///
-    /// Validation errors; [`Error::NotAThreadPolicy`] for `Cyclic`, which
-    /// the kernel has no thread-wide form of; [`Error::Sys`].
+    /// Validation errors; [`Error::NodeNotAllowed`] for a node outside this
+    /// process's `mems_allowed` now; [`Error::NotAThreadPolicy`] for
+    /// `Cyclic`, which the kernel has no thread-wide form of; [`Error::Sys`].
     pub fn set_for_thread(&self, topo: &Topology) -> Result<()> {
         self.validate(topo)?;
+        check_allowed_now(&self.nodes())?;
         let (mode, nodes) = match *self {
             Policy::FirstTouch => (sys::MPOL_DEFAULT, NodeSet::new()),
             Policy::Local => (sys::MPOL_LOCAL, NodeSet::new()),

@@ -30,6 +30,14 @@ pub(crate) const MPOL_BIND: c_int = 2;
 pub(crate) const MPOL_INTERLEAVE: c_int = 3;
 /// `MPOL_LOCAL`: allocate on the node of the CPU that touches the page.
 pub(crate) const MPOL_LOCAL: c_int = 4;
+/// `MPOL_PREFERRED_MANY` (Linux 5.15): allocate on the given nodes while
+/// they have free memory (trying them without direct reclaim, and never
+/// with the OOM killer), on the others after.
+pub(crate) const MPOL_PREFERRED_MANY: c_int = 5;
+
+/// `get_mempolicy` flag: return the nodes this thread may allocate on (its
+/// cpuset's `mems_allowed`) instead of a policy.
+const MPOL_F_MEMS_ALLOWED: c_ulong = 1 << 2;
 
 /// `mbind` flag: fail with `EIO` if existing pages do not follow the policy
 /// (with [`MPOL_MF_MOVE`]: if some could not be moved).
@@ -306,6 +314,60 @@ pub(crate) fn move_pages(
     Ok(not_moved as usize)
 }
 
+/// `get_mempolicy(.., MPOL_F_MEMS_ALLOWED)`: the nodes the calling thread
+/// may allocate on now (its cpuset's `mems_allowed`, which a move to
+/// another cgroup changes at any time), into `mask` (bit `n` of word
+/// `n / 64` is node `n`). Fails with `EINVAL` when `mask` has fewer bits
+/// than the kernel has possible nodes.
+pub(crate) fn mems_allowed(mask: &mut [u64]) -> SysResult<()> {
+    let mut mode: c_int = 0;
+    checked_zero("get_mempolicy", || {
+        // SAFETY: `mode` is a valid out-pointer; the mask is valid for
+        // writes of `mask.len()` words, which is what `maxnode` covers;
+        // with MPOL_F_MEMS_ALLOWED the address argument is unused.
+        unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut mode as *mut c_int,
+                mask.as_mut_ptr(),
+                maxnode_for(mask.len()),
+                0 as c_ulong,
+                MPOL_F_MEMS_ALLOWED,
+            )
+        }
+    })
+}
+
+/// Reads the start of the file at `path` (a NUL-terminated path) into
+/// `buf`: the number of bytes read, at most `buf.len()`. Without
+/// allocating, so the global allocator may read a node's `meminfo` with it.
+pub(crate) fn read_file(path: &core::ffi::CStr, buf: &mut [u8]) -> SysResult<usize> {
+    // SAFETY: `path` is a valid NUL-terminated string; the flags open
+    // nothing but a read-only descriptor this function closes.
+    let fd = checked("open", || c_long::from(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }))?
+        as c_int;
+    let mut filled = 0;
+    let mut result = Ok(());
+    while filled < buf.len() {
+        let rest = &mut buf[filled..];
+        // SAFETY: `rest` is valid for writes of `rest.len()` bytes; `fd` is
+        // the descriptor opened above.
+        match checked("read", || unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) } as c_long) {
+            Ok(0) => break,
+            Ok(n) => filled += n as usize,
+            Err(e) if e.errno() == libc::EINTR => {}
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    // SAFETY: `fd` is ours and not used again. A failed close of a
+    // read-only descriptor loses nothing.
+    let _ = unsafe { libc::close(fd) };
+    result.map(|()| filled)
+}
+
 /// `sched_setaffinity` for the calling thread. `mask` is a CPU bitmask.
 pub(crate) fn sched_setaffinity(mask: &[u64]) -> SysResult<()> {
     checked_zero("sched_setaffinity", || {
@@ -463,6 +525,24 @@ mod tests {
         // A CPU number may exceed the count of usable CPUs under a cpuset, but
         // node 0 exists on every machine this runs on.
         assert!(cpu < 4096 && node < 1024, "cpu {cpu} node {node} online {online}");
+    }
+
+    #[test]
+    fn mems_allowed_holds_the_node_this_thread_runs_on() {
+        let mut mask = [0u64; crate::MAX_NODES / 64];
+        mems_allowed(&mut mask).unwrap();
+        let (_, node) = getcpu().unwrap();
+        assert!(mask[node / 64] & (1 << (node % 64)) != 0, "node {node} not in {mask:x?}");
+    }
+
+    #[test]
+    fn read_file_reads_without_allocating_and_names_a_missing_file() {
+        let mut buf = [0u8; 64];
+        let n = read_file(c"/proc/self/status", &mut buf).unwrap();
+        assert_eq!(n, 64);
+        assert!(buf.starts_with(b"Name:"), "{:?}", &buf[..n]);
+        let e = read_file(c"/nonexistent/skelaff", &mut buf).unwrap_err();
+        assert_eq!((e.call(), e.errno()), ("open", libc::ENOENT));
     }
 
     #[test]

@@ -319,8 +319,9 @@ fn check_topology(topo: &Topology, spec: &GuestSpec) -> Result<(), String> {
             return Err(format!("node {i} has CPUs {}, want {want:?}", node.cpus));
         }
         let mib = node.memory >> 20;
-        if mib == 0 || mib > spec.node_mib || mib * 2 < spec.node_mib {
-            return Err(format!("node {i} has {mib} MiB, the machine gave it {} MiB", spec.node_mib));
+        let given = spec.node_mib_of(i);
+        if mib == 0 || mib > given || mib * 2 < given {
+            return Err(format!("node {i} has {mib} MiB, the machine gave it {given} MiB"));
         }
     }
     if topo.pus().len() != spec.total_cpus() {

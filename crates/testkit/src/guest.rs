@@ -5,7 +5,8 @@
 //! A test binary (a `harness = false` test target) builds a [`Suite`], runs
 //! its checks, and returns [`Suite::finish`] from `main`. The guest's
 //! kernel command line carries `skelaff.topology=NODESxCPUS[+MEMONLY]` and
-//! `skelaff.node_mib=MIB`, which [`GuestSpec::from_cmdline`] reads.
+//! `skelaff.node_mib=MIB,MIB,...` (each node's memory, node 0 first),
+//! which [`GuestSpec::from_cmdline`] reads.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
@@ -33,8 +34,11 @@ pub struct GuestSpec {
     pub cpus_per_node: usize,
     /// Nodes with memory only, numbered after the others.
     pub memory_only: usize,
-    /// Memory per node in MiB.
+    /// Memory of each node with CPUs, in MiB.
     pub node_mib: u64,
+    /// Memory of each memory-only node, in MiB (`cargo xtask numa-vm` makes
+    /// these small, so that tests can fill one).
+    pub memory_only_mib: u64,
 }
 
 impl GuestSpec {
@@ -48,13 +52,38 @@ impl GuestSpec {
         self.nodes * self.cpus_per_node
     }
 
+    /// The memory the machine gave `node`, in MiB.
+    pub fn node_mib_of(&self, node: usize) -> u64 {
+        if node < self.nodes { self.node_mib } else { self.memory_only_mib }
+    }
+
     /// Reads the spec from `/proc/cmdline`, if this is a guest.
     pub fn from_cmdline() -> Option<GuestSpec> {
         let line = std::fs::read_to_string("/proc/cmdline").ok()?;
+        Self::from_cmdline_text(&line)
+    }
+
+    /// Reads the spec from a kernel command line: `skelaff.topology=` and
+    /// `skelaff.node_mib=` with one size for every node or one per node
+    /// (nodes with CPUs alike, memory-only nodes alike). `None` if it has
+    /// no shape or the sizes do not fit it.
+    pub fn from_cmdline_text(line: &str) -> Option<GuestSpec> {
         let mut spec: GuestSpec =
             line.split_whitespace().find_map(|w| w.strip_prefix("skelaff.topology="))?.parse().ok()?;
-        if let Some(mib) = line.split_whitespace().find_map(|w| w.strip_prefix("skelaff.node_mib=")) {
-            spec.node_mib = mib.parse().ok()?;
+        if let Some(list) = line.split_whitespace().find_map(|w| w.strip_prefix("skelaff.node_mib=")) {
+            let sizes: Vec<u64> = list.split(',').map(|m| m.parse().ok()).collect::<Option<_>>()?;
+            let (cpu, mem) = match sizes.len() {
+                1 => (sizes[0], sizes[0]),
+                n if n == spec.total_nodes() => {
+                    let (cpu, mem) = sizes.split_at(spec.nodes);
+                    if cpu.iter().any(|&m| m != cpu[0]) || mem.iter().any(|&m| Some(&m) != mem.first()) {
+                        return None;
+                    }
+                    (cpu[0], mem.first().copied().unwrap_or(cpu[0]))
+                }
+                _ => return None,
+            };
+            (spec.node_mib, spec.memory_only_mib) = (cpu, mem);
         }
         Some(spec)
     }
@@ -84,7 +113,7 @@ impl FromStr for GuestSpec {
         if nodes == 0 || cpus_per_node == 0 || nodes + mem > 64 || nodes * cpus_per_node > 255 {
             return Err(err());
         }
-        Ok(GuestSpec { nodes, cpus_per_node, memory_only: mem, node_mib: 256 })
+        Ok(GuestSpec { nodes, cpus_per_node, memory_only: mem, node_mib: 256, memory_only_mib: 256 })
     }
 }
 
@@ -213,6 +242,23 @@ mod tests {
             let e = bad.parse::<GuestSpec>().unwrap_err();
             assert_eq!(e.given, bad);
             assert!(e.to_string().contains("expected NODESxCPUS"), "{e}");
+        }
+    }
+
+    #[test]
+    fn node_sizes_come_from_the_command_line() {
+        let line = "console=ttyS0 skelaff.topology=2x1+1 skelaff.node_mib=512,512,96 quiet";
+        let s = GuestSpec::from_cmdline_text(line).unwrap();
+        assert_eq!((s.node_mib_of(0), s.node_mib_of(1), s.node_mib_of(2)), (512, 512, 96));
+        let s = GuestSpec::from_cmdline_text("skelaff.topology=2x2 skelaff.node_mib=256").unwrap();
+        assert_eq!((s.node_mib, s.memory_only_mib, s.node_mib_of(1)), (256, 256, 256));
+        for bad in [
+            "skelaff.node_mib=512",
+            "skelaff.topology=2x1+1 skelaff.node_mib=512,96",
+            "skelaff.topology=2x1+1 skelaff.node_mib=512,256,96",
+            "skelaff.topology=2x2 skelaff.node_mib=x",
+        ] {
+            assert_eq!(GuestSpec::from_cmdline_text(bad), None, "{bad}");
         }
     }
 

@@ -181,7 +181,7 @@ pub(crate) unsafe fn span_of(p: *const u8) -> *mut Span {
 /// has no memory. Never allocates.
 pub(crate) fn map(owner: *const (), key: &Key, seq: u64) -> Option<NonNull<Chunk>> {
     let base = map_aligned(CHUNK_SIZE, CHUNK_SIZE)?;
-    let (binding, pieces) = key.bind(base.as_ptr(), CHUNK_SIZE, seq);
+    let (binding, pieces) = key.bind(base.as_ptr(), CHUNK_SIZE, seq, true);
     let c = base.as_ptr().cast::<Chunk>();
     // SAFETY: `c` is the start of a fresh, writable, CHUNK_SIZE-aligned
     // mapping of CHUNK_SIZE bytes that no one else knows about; the header
@@ -224,7 +224,9 @@ pub(crate) unsafe fn unmap(c: *mut Chunk) {
 }
 
 /// Lets the kernel take back the pages of a chunk's units (not its header)
-/// when it needs memory, keeping the mapping and its policy: `MADV_FREE`.
+/// when it needs memory, keeping the mapping: `MADV_FREE`. A bind or cyclic
+/// chunk's units are preferred to its nodes from then on instead of bound
+/// ([`Key::soften`]).
 /// Until the kernel does, the pages stay mapped and reusing them costs no
 /// page fault; once it has, they read as zero and fault in again under the
 /// chunk's policy. Returns whether the kernel took the advice.
@@ -238,7 +240,16 @@ pub(crate) unsafe fn advise_free(c: *mut Chunk) -> bool {
     // SAFETY: the units are part of the chunk's mapping (ours); per the
     // contract nothing in them is needed or touched meanwhile. The header
     // (unit 0), which stays in use, is not advised.
-    unsafe { sys::madvise(units, CHUNK_SIZE - UNIT_SIZE, sys::MADV_FREE).is_ok() }
+    let advised = unsafe { sys::madvise(units, CHUNK_SIZE - UNIT_SIZE, sys::MADV_FREE).is_ok() };
+    // SAFETY: the header is readable (the chunk is live, per the contract).
+    let (key, seq, binding) = unsafe { ((*c).key, (*c).seq, (*c).binding) };
+    if advised && binding == Binding::AsPolicy {
+        // Pages the kernel takes back fault in again when the chunk is
+        // reused, perhaps with its node full: prefer it from now on rather
+        // than bind (a fault on a full bound node calls the OOM killer).
+        key.soften(c.cast::<u8>(), UNIT_SIZE, CHUNK_SIZE, seq);
+    }
+    advised
 }
 
 /// Whether `c` looks like a chunk header (used only on chunks found in an
@@ -505,7 +516,7 @@ impl ChunkInfo {
     /// and unbound chunks.
     pub fn intended_node(&self, offset: usize) -> Option<usize> {
         match (self.binding, self.policy) {
-            (Binding::Unbound, _) => None,
+            (Binding::Unbound | Binding::NodeFull, _) => None,
             (_, Policy::Preferred(n)) => Some(n),
             (_, Policy::Bind(n)) if n.len() == 1 => n.first(),
             (Binding::Interleaved, Policy::Cyclic { nodes, .. }) | (_, Policy::Interleave(nodes)) => {

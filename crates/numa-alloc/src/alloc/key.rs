@@ -47,6 +47,47 @@ pub enum Binding {
     /// The kernel refused the binding; the pages go where the kernel's
     /// default policy puts them (counted in [`AllocStats::fallbacks`](super::AllocStats::fallbacks)).
     Unbound,
+    /// A bind mapping whose nodes, or a cyclic mapping some of whose nodes,
+    /// had less memory available than the mapping's share plus
+    /// [`ROOM_MARGIN`](super::ROOM_MARGIN) when it was mapped: those nodes
+    /// are preferred instead of bound (`MPOL_PREFERRED_MANY`, or
+    /// `MPOL_PREFERRED` before Linux 5.15), so that pages they cannot hold
+    /// go to other nodes rather than end in the OOM killer (counted in
+    /// [`AllocStats::node_full`](super::AllocStats::node_full)).
+    NodeFull,
+}
+
+/// Memory a bound node must keep available beyond a new mapping for the
+/// mapping to be bound rather than preferred: room for the chunks other
+/// threads have mapped but not yet touched.
+pub(crate) const ROOM_MARGIN: u64 = 16 << 20;
+
+/// Whether `nodes` have `bytes` plus [`ROOM_MARGIN`] available now (free
+/// plus reclaimable, from their `meminfo`, read without allocating). A node
+/// whose memory cannot be read counts as having room: the kernel decides.
+fn has_room(nodes: &NodeSet, bytes: usize) -> bool {
+    let mut available = 0u64;
+    for n in nodes.iter() {
+        match crate::node_memory::available_now(n) {
+            Some(a) => available = available.saturating_add(a),
+            None => return true,
+        }
+    }
+    available >= (bytes as u64).saturating_add(ROOM_MARGIN)
+}
+
+/// Prefers `nodes` for `[addr, addr + len)`: their pages go there while
+/// the nodes have memory, elsewhere after. Returns whether the kernel took it.
+fn prefer(addr: *mut u8, len: usize, nodes: &NodeSet) -> bool {
+    match sys::mbind(addr, len, sys::MPOL_PREFERRED_MANY, nodes.as_words(), 0) {
+        Ok(()) => true,
+        // Before Linux 5.15: the first node alone.
+        Err(e) if e.errno() == libc::EINVAL => match nodes.first().and_then(single) {
+            Some(one) => sys::mbind(addr, len, sys::MPOL_PREFERRED, one.as_words(), 0).is_ok(),
+            None => false,
+        },
+        Err(_) => false,
+    }
 }
 
 impl Key {
@@ -103,11 +144,35 @@ impl Key {
     /// touched yet); returns how the kernel took it (the caller counts a
     /// fallback or an interleaved cyclic mapping) and the mapping pieces a
     /// cyclic binding holds. Never allocates.
-    pub(crate) fn bind(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
+    ///
+    /// A bind or cyclic mapping is first checked against its nodes' memory
+    /// ([`has_room`]): without room it is preferred to them instead
+    /// ([`Binding::NodeFull`]). With room and `prefault` (a chunk, whose
+    /// blocks are handed out and touched over a long time, perhaps after
+    /// the node has filled up), its pages are faulted in now under the
+    /// preferred form and then bound with a move, so that no later fault
+    /// of the chunk can meet a full bound node; a move that finds the node
+    /// full leaves the mapping preferred ([`Binding::NodeFull`]) instead.
+    pub(crate) fn bind(&self, addr: *mut u8, len: usize, rotation: u64, prefault: bool) -> (Binding, u32) {
         let call = |mode, nodes: &NodeSet| sys::mbind(addr, len, mode, nodes.as_words(), 0).is_ok();
         let ok = match self.kind {
             Kind::FirstTouch => true,
             Kind::Local => call(sys::MPOL_LOCAL, &NodeSet::new()),
+            Kind::Bind if !has_room(&self.nodes, len) => {
+                return (if prefer(addr, len, &self.nodes) { Binding::NodeFull } else { Binding::Unbound }, 0);
+            }
+            Kind::Bind if prefault => {
+                if !prefer(addr, len, &self.nodes) {
+                    return (Binding::Unbound, 0);
+                }
+                populate(addr, len);
+                let moved = sys::mbind(addr, len, sys::MPOL_BIND, self.nodes.as_words(), MOVE_STRICT).is_ok();
+                if !moved {
+                    // Some pages could not be moved onto the nodes: keep them preferred.
+                    return (if prefer(addr, len, &self.nodes) { Binding::NodeFull } else { Binding::Unbound }, 0);
+                }
+                true
+            }
             Kind::Bind => call(sys::MPOL_BIND, &self.nodes),
             Kind::Preferred => match single(self.node) {
                 Some(one) => call(sys::MPOL_PREFERRED, &one),
@@ -117,42 +182,101 @@ impl Key {
                 no_huge_pages(addr, len);
                 call(sys::MPOL_INTERLEAVE, &self.nodes)
             }
-            Kind::Cyclic => return self.bind_cyclic(addr, len, rotation),
+            Kind::Cyclic => return self.bind_cyclic(addr, len, rotation, prefault),
         };
         if ok { (Binding::AsPolicy, 0) } else { (Binding::Unbound, 0) }
     }
 
-    fn bind_cyclic(&self, addr: *mut u8, len: usize, rotation: u64) -> (Binding, u32) {
+    fn bind_cyclic(&self, addr: *mut u8, len: usize, rotation: u64, prefault: bool) -> (Binding, u32) {
         let pieces = len.div_ceil(self.block);
         if !reserve_pieces(pieces) {
             no_huge_pages(addr, len);
             let ok = sys::mbind(addr, len, sys::MPOL_INTERLEAVE, self.nodes.as_words(), 0).is_ok();
             return (if ok { Binding::Interleaved } else { Binding::Unbound }, 0);
         }
-        if !self.bind_blocks(addr, 0, len, rotation) {
+        // Each node's share of the mapping, rounded up to a block.
+        let share = len.div_ceil(self.nodes.len().max(1)).next_multiple_of(self.block);
+        let short: NodeSet =
+            self.nodes.iter().filter(|&n| single(n).is_some_and(|one| !has_room(&one, share))).collect();
+        let mut bound = if prefault {
+            // Every block preferred, faulted in, then bound with a move.
+            self.bind_blocks(addr, 0, len, rotation, &self.nodes, 0) && {
+                populate(addr, len);
+                self.bind_blocks(addr, 0, len, rotation, &short, MOVE_STRICT)
+            }
+        } else {
+            self.bind_blocks(addr, 0, len, rotation, &short, 0)
+        };
+        let mut full = !short.is_empty();
+        if !bound && prefault {
+            // A move found a node full: every block preferred, as it was.
+            bound = self.bind_blocks(addr, 0, len, rotation, &self.nodes, 0);
+            full = true;
+        }
+        if !bound {
             // Undo the part that was bound: the whole mapping goes unbound.
             let _ = sys::mbind(addr, len, sys::MPOL_DEFAULT, &[], 0);
             release_pieces(pieces as u32);
             return (Binding::Unbound, 0);
         }
-        (Binding::AsPolicy, pieces as u32)
+        (if full { Binding::NodeFull } else { Binding::AsPolicy }, pieces as u32)
     }
 
     /// Binds the cyclic blocks covering `[base + from, base + to)`, blocks
-    /// counted from `base`. Returns whether every `mbind` succeeded.
-    pub(crate) fn bind_blocks(&self, base: *mut u8, from: usize, to: usize, rotation: u64) -> bool {
+    /// counted from `base`, with `flags`; the blocks of the nodes in `soft`
+    /// are preferred to their node instead of bound. Returns whether every
+    /// `mbind` succeeded.
+    fn bind_blocks(&self, base: *mut u8, from: usize, to: usize, rotation: u64, soft: &NodeSet, flags: u32) -> bool {
         let mut off = from;
         while off < to {
             let end = (off / self.block + 1).saturating_mul(self.block).min(to);
             let node = self.cyclic_node(rotation, off).unwrap_or(0);
             let Some(one) = single(node) else { return false };
-            if sys::mbind(base.wrapping_add(off), end - off, sys::MPOL_BIND, one.as_words(), 0).is_err() {
+            let block = base.wrapping_add(off);
+            let bound = if soft.contains(node) {
+                prefer(block, end - off, &one)
+            } else {
+                sys::mbind(block, end - off, sys::MPOL_BIND, one.as_words(), flags).is_ok()
+            };
+            if !bound {
                 return false;
             }
             off = end;
         }
         true
     }
+
+    /// Turns the bind or cyclic binding of `[base + from, base + to)`, part
+    /// of a mapping bound by [`bind`](Key::bind) with `rotation`, into
+    /// preferences for the same nodes: for a chunk whose pages the kernel
+    /// may take back (`MADV_FREE`) and fault in again later, when its node
+    /// may be full. Other keys are left as they are.
+    pub(crate) fn soften(&self, base: *mut u8, from: usize, to: usize, rotation: u64) {
+        match self.kind {
+            Kind::Bind => {
+                let _ = prefer(base.wrapping_add(from), to - from, &self.nodes);
+            }
+            Kind::Cyclic => {
+                let _ = self.bind_blocks(base, from, to, rotation, &self.nodes, 0);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `mbind` flags that move the range's pages onto the policy's nodes and
+/// fail (`EIO`) when some cannot be moved; a move never calls the OOM killer.
+const MOVE_STRICT: u32 = sys::MPOL_MF_MOVE | sys::MPOL_MF_STRICT;
+
+/// Faults in every page of a fresh mapping of ours under its current
+/// (preferred) policy; a kernel without `MADV_POPULATE_WRITE` (before
+/// 5.14) leaves them to be faulted in on first touch.
+fn populate(addr: *mut u8, len: usize) {
+    // SAFETY: MADV_POPULATE_WRITE changes the contents of no page,
+    // whatever the range: mapped pages are faulted in as they are (a
+    // missing one as the zero-filled page a first write would get), and a
+    // range that is not mapped writable is refused with an error.
+    let _ = unsafe { sys::madvise(addr, len, sys::MADV_POPULATE_WRITE) };
 }
 
 /// Keeps transparent huge pages out of an interleaved range: with them the

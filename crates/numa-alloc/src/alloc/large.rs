@@ -191,7 +191,7 @@ pub(crate) fn alloc(
     // SAFETY: the mapping is fresh and `total >= 2 * page` long.
     let data = unsafe { base.as_ptr().add(page) };
     let (binding, pieces) = if key.kind == Kind::Cyclic {
-        let (b, p) = key.bind(data, data_len, 0);
+        let (b, p) = key.bind(data, data_len, 0, false);
         if b == Binding::AsPolicy {
             if let Some(one) = key.cyclic_node(0, 0).and_then(key::single) {
                 let _ = sys::mbind(base.as_ptr(), page, sys::MPOL_BIND, one.as_words(), 0);
@@ -199,7 +199,7 @@ pub(crate) fn alloc(
         }
         (b, p)
     } else {
-        key.bind(base.as_ptr(), total, 0)
+        key.bind(base.as_ptr(), total, 0, false)
     };
     stats.binding(binding);
     let h = base.as_ptr().cast::<Header>();

@@ -44,6 +44,10 @@ pub const SMALL_MAX: usize = class::SMALL_MAX;
 /// The largest block served from a chunk's units; larger blocks are mapped
 /// on their own.
 pub const MEDIUM_MAX: usize = class::MEDIUM_MAX;
+/// Memory a bind or cyclic mapping's node must have available beyond the
+/// mapping for the allocator to bind it; below that it prefers the node
+/// instead ([`Binding::NodeFull`]): see the crate docs' "When a node is full or not allowed".
+pub const ROOM_MARGIN: u64 = key::ROOM_MARGIN;
 /// Empty chunks each arena keeps as they are (pages mapped and faulted in)
 /// for its next spans and medium blocks.
 pub const HOT_EMPTY_CHUNKS: usize = arena::KEEP_EMPTY;
@@ -228,6 +232,9 @@ unsafe impl GlobalAlloc for NumaAlloc {
 /// [`Error::EmptyNodeSet`](crate::Error::EmptyNodeSet),
 /// [`Error::BadBlockSize`](crate::Error::BadBlockSize); or
 /// [`Error::Topology`](crate::Error::Topology) if the machine cannot be read.
+/// [`Error::NodeNotAllowed`](crate::Error::NodeNotAllowed) also for a node
+/// this process's cpuset no longer allows (asked of the kernel now, not at
+/// start-up).
 ///
 /// # Examples
 ///
@@ -365,6 +372,9 @@ pub fn owns(p: *const u8) -> bool {
 
 fn validate(policy: &Policy) -> Result<()> {
     policy.validate(Topology::get()?)?;
+    // The topology's allowed nodes are those at start-up: ask the kernel
+    // about the cpuset as it is now.
+    crate::node_memory::check_allowed_now(&policy.nodes())?;
     if matches!(policy, Policy::Cyclic { nodes, .. } if nodes.len() > 1) {
         key::refresh_piece_limit();
     }

@@ -33,6 +33,7 @@ pub(crate) enum Account {
 /// figure means).
 pub(crate) struct Counters {
     pub(crate) fallbacks: AtomicU64,
+    pub(crate) node_full: AtomicU64,
     pub(crate) cyclic_interleaved: AtomicU64,
     pub(crate) remote_frees: AtomicU64,
     pub(crate) remote_flushes: AtomicU64,
@@ -52,6 +53,7 @@ impl Counters {
     pub(crate) const fn new() -> Self {
         Counters {
             fallbacks: AtomicU64::new(0),
+            node_full: AtomicU64::new(0),
             cyclic_interleaved: AtomicU64::new(0),
             remote_frees: AtomicU64::new(0),
             remote_flushes: AtomicU64::new(0),
@@ -81,6 +83,7 @@ impl Counters {
             Binding::AsPolicy => return,
             Binding::Interleaved => &self.cyclic_interleaved,
             Binding::Unbound => &self.fallbacks,
+            Binding::NodeFull => &self.node_full,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -90,7 +93,8 @@ impl Counters {
     /// key was made for, bind and preferred to a single node on it, interleave
     /// page by page (page `i` of the mapping on node `i mod n` of the set: the
     /// kernel's dealing, up to where it starts), cyclic block by block. Bytes
-    /// whose node the kernel chooses (bind to several nodes) count as
+    /// whose node the kernel chooses (bind to several nodes, a mapping
+    /// preferred instead of bound because its node was full) count as
     /// unplaced; an unbound mapping counts as unbound.
     pub(crate) fn account(&self, what: Account, key: &Key, binding: Binding, rotation: u64, len: usize, add: bool) {
         let upd = |c: &AtomicUsize, v: usize| {
@@ -118,6 +122,10 @@ impl Counters {
         };
         if binding == Binding::Unbound {
             upd64(&self.unbound_bytes, len);
+            return;
+        }
+        if binding == Binding::NodeFull {
+            upd64(&self.unplaced_bytes, len);
             return;
         }
         let single = match key.kind {
@@ -183,6 +191,7 @@ impl Counters {
             large_bytes: r(&self.large_bytes),
             large_cached_bytes,
             fallbacks: r(&self.fallbacks),
+            node_full: r(&self.node_full),
             cyclic_interleaved: r(&self.cyclic_interleaved),
             cyclic_pieces,
             unbound_bytes: r(&self.unbound_bytes),
@@ -260,13 +269,19 @@ pub struct AllocStats {
     /// Mappings (chunks or large blocks) the kernel refused to bind, left to
     /// its default policy instead.
     pub fallbacks: u64,
+    /// Bind and cyclic mappings (chunks or large blocks) whose nodes lacked
+    /// the memory when they were mapped, preferred to those nodes instead
+    /// of bound: their pages go elsewhere once the nodes are full
+    /// ([`Binding::NodeFull`]).
+    pub node_full: u64,
     /// Cyclic mappings interleaved instead, to stay within `vm.max_map_count`.
     pub cyclic_interleaved: u64,
     /// Mapping pieces (VMAs) this allocator's cyclic bindings hold now.
     pub cyclic_pieces: usize,
     /// Bytes mapped now that are unbound after a fallback.
     pub unbound_bytes: u64,
-    /// Bytes mapped now under bind to several nodes (the kernel picks).
+    /// Bytes mapped now under bind to several nodes, or preferred instead of
+    /// bound because their nodes were full (the kernel picks).
     pub unplaced_bytes: u64,
     /// Small blocks freed by a thread onto a span another thread allocates
     /// from (handed over lock-free, in batches).
