@@ -26,12 +26,14 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
+use serde::Serialize;
 
 use arena::{Hash, List, RbTree, SkipList, TxSet, WordStm};
 use skelaff::stm::{self, Config, ContentionManager, Stats};
 use skelaff_costs::intset::{Counts, IntSet, Mix, Rng, StmSet, fill};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum Structure {
     /// sorted linked list
     Ll,
@@ -45,7 +47,8 @@ enum Structure {
     Hs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum Backend {
     /// skelaff-stm (its TList / TMap / TBTreeMap / TSkipMap / THashMap)
     Skelaff,
@@ -119,6 +122,37 @@ enum ArgError {
     NoBTree,
     #[error(transparent)]
     Config(#[from] stm::ConfigError),
+}
+
+/// The `--json` line: the run's figures (`aborts` and `stats` are null
+/// for the backends that count no aborts).
+#[derive(Serialize)]
+struct JsonLine<'a> {
+    benchmark: &'static str,
+    structure: Structure,
+    backend: Backend,
+    threads: usize,
+    initial: usize,
+    range: u64,
+    update: u32,
+    alternate: bool,
+    duration_s: f64,
+    txs: u64,
+    txs_per_s: f64,
+    read_txs: u64,
+    update_txs: u64,
+    commits: u64,
+    aborts: Option<u64>,
+    size: usize,
+    expected_size: i64,
+    ok: bool,
+    stats: Option<&'a Stats>,
+}
+
+/// `x` rounded to `digits` decimals (the precision the figures print with).
+fn round_to(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
 }
 
 struct Params {
@@ -464,24 +498,34 @@ fn main() -> ExitCode {
         println!("structure check failed: {e}");
     }
     if args.json {
-        let aborts = if stm_stats { stats.total_aborts().to_string() } else { "null".into() };
-        println!(
-            "{{\"benchmark\":\"intset\",\"structure\":\"{}\",\"backend\":\"{}\",\"threads\":{},\"initial\":{},\
-             \"range\":{},\"update\":{},\"alternate\":{},\"duration_s\":{:.4},\"txs\":{txs},\"txs_per_s\":{:.1},\
-             \"read_txs\":{reads},\"update_txs\":{updates},\"commits\":{},\"aborts\":{aborts},\"size\":{final_size},\
-             \"expected_size\":{expected},\"ok\":{ok},\"stats\":{}}}",
-            format!("{:?}", args.structure).to_lowercase(),
-            format!("{:?}", args.backend).to_lowercase(),
-            args.threads,
-            initial_size,
-            p.range,
-            p.update,
-            p.alternate,
-            secs,
-            txs as f64 / secs,
-            if stm_stats { stats.commits } else { txs },
-            if stm_stats { stats.to_json() } else { "null".into() },
-        );
+        let line = JsonLine {
+            benchmark: "intset",
+            structure: args.structure,
+            backend: args.backend,
+            threads: args.threads,
+            initial: initial_size,
+            range: p.range,
+            update: p.update,
+            alternate: p.alternate,
+            duration_s: round_to(secs, 4),
+            txs,
+            txs_per_s: round_to(txs as f64 / secs, 1),
+            read_txs: reads,
+            update_txs: updates,
+            commits: if stm_stats { stats.commits } else { txs },
+            aborts: stm_stats.then(|| stats.total_aborts()),
+            size: final_size,
+            expected_size: expected,
+            ok,
+            stats: stm_stats.then_some(&stats),
+        };
+        match serde_json::to_string(&line) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("intset: writing the JSON line: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     if ok {
         ExitCode::SUCCESS

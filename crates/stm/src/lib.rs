@@ -54,7 +54,7 @@ pub use runtime::tx::Tx;
 /// `Word` as one transactional word (see the [`Word`](trait@Word) trait).
 #[cfg(feature = "derive")]
 pub use skelaff_derive::Word;
-pub use stats::Stats;
+pub use stats::{AbortsByReason, Stats};
 pub use tvar::{TVar, lock_addr};
 pub use txops::TxOps;
 pub use word::{TPtr, Word};

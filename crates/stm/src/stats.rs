@@ -4,6 +4,8 @@
 
 use core::fmt;
 
+use serde::{Serialize, Serializer};
+
 use crate::error::AbortReason;
 use crate::primitive::{AtomicU64, Ordering};
 use crate::runtime::counters::ThreadCounters;
@@ -29,6 +31,23 @@ use crate::runtime::thread::this_record;
 /// assert_eq!(s.commits, 2);
 /// assert_eq!(s.read_only_commits, 1);
 /// assert_eq!(s.total_aborts(), 0);
+/// ```
+///
+/// # JSON
+///
+/// `Stats` serialises (with serde, to any format) as one object: `commits`,
+/// `read_only_commits`, `aborts` (the total, not the array),
+/// `aborts_by_reason` (each [`AbortReason::name`] with its count, in
+/// [`AbortReason::ALL`] order), `read_set_total`, `write_set_total`,
+/// `read_set_max`, `write_set_max`.
+///
+/// ```
+/// use skelaff_stm::Stats;
+///
+/// let s = Stats { commits: 3, read_only_commits: 1, ..Stats::default() };
+/// let json = serde_json::to_string(&s)?;
+/// assert!(json.starts_with(r#"{"commits":3,"read_only_commits":1,"aborts":0,"aborts_by_reason":{"locked_read":0,"#));
+/// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -87,22 +106,71 @@ impl Stats {
         self.write_set_max = self.write_set_max.max(other.write_set_max);
     }
 
-    /// The counters as one JSON object (no dependencies needed to print it).
-    pub fn to_json(&self) -> String {
-        let aborts: Vec<String> =
-            AbortReason::ALL.iter().map(|r| format!("\"{}\":{}", r.name(), self.aborts_for(*r))).collect();
-        format!(
-            "{{\"commits\":{},\"read_only_commits\":{},\"aborts\":{},\"aborts_by_reason\":{{{}}},\
-             \"read_set_total\":{},\"write_set_total\":{},\"read_set_max\":{},\"write_set_max\":{}}}",
-            self.commits,
-            self.read_only_commits,
-            self.total_aborts(),
-            aborts.join(","),
-            self.read_set_total,
-            self.write_set_total,
-            self.read_set_max,
-            self.write_set_max
-        )
+    /// The rolled-back attempts per reason, as a map from each reason's
+    /// [`name`](AbortReason::name) to its count, in [`AbortReason::ALL`]
+    /// order (the `aborts_by_reason` of the JSON forms).
+    pub fn aborts_by_reason(&self) -> AbortsByReason<'_> {
+        AbortsByReason(&self.aborts)
+    }
+}
+
+/// The rolled-back attempts of each [`AbortReason`]
+/// ([`Stats::aborts_by_reason`]): serialises as a map from each reason's
+/// [`name`](AbortReason::name) to its count, in [`AbortReason::ALL`] order.
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_stm::{AbortReason, Stats};
+///
+/// let mut s = Stats::default();
+/// s.aborts[AbortReason::Retry as usize] = 2;
+/// assert_eq!(s.aborts_by_reason().iter().find(|(r, _)| *r == AbortReason::Retry), Some((AbortReason::Retry, 2)));
+/// assert_eq!(serde_json::to_value(s.aborts_by_reason())?["retry"], 2);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortsByReason<'a>(&'a [u64; AbortReason::COUNT]);
+
+impl AbortsByReason<'_> {
+    /// Each reason with its count, in [`AbortReason::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
+        AbortReason::ALL.into_iter().map(|r| (r, self.0[r as usize]))
+    }
+}
+
+impl Serialize for AbortsByReason<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter().map(|(r, n)| (r.name(), n)))
+    }
+}
+
+/// The JSON form described on [`Stats`]: the derived mirror below, with
+/// the total where the struct holds the array.
+impl Serialize for Stats {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            commits: u64,
+            read_only_commits: u64,
+            aborts: u64,
+            aborts_by_reason: AbortsByReason<'a>,
+            read_set_total: u64,
+            write_set_total: u64,
+            read_set_max: u64,
+            write_set_max: u64,
+        }
+        Json {
+            commits: self.commits,
+            read_only_commits: self.read_only_commits,
+            aborts: self.total_aborts(),
+            aborts_by_reason: self.aborts_by_reason(),
+            read_set_total: self.read_set_total,
+            write_set_total: self.write_set_total,
+            read_set_max: self.read_set_max,
+            write_set_max: self.write_set_max,
+        }
+        .serialize(serializer)
     }
 }
 
