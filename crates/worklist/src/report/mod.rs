@@ -4,12 +4,13 @@
 
 mod decision;
 mod helpers;
+mod json;
 pub(crate) mod time;
 
 use std::fmt;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use skelaff_stm::{AbortReason, Stats};
 
 use crate::access_profile::AccessProfile;
@@ -195,74 +196,13 @@ impl RunReport {
         self.units as f64 / self.wall.as_secs_f64().max(1e-9)
     }
 
-    /// The report as one JSON object.
+    /// The report as one JSON value: its [`Serialize`](serde::Serialize)
+    /// form (see the impl for the keys), for callers that index into it.
     pub fn to_json(&self) -> Value {
-        let stats = self.stats();
-        let aborts = |s: &Stats| -> Value {
-            AbortReason::ALL.iter().map(|r| (r.name().to_owned(), json!(s.aborts_for(*r)))).collect()
-        };
-        json!({
-            "wall_seconds": self.wall.as_secs_f64(),
-            "setup_seconds": self.setup.as_secs_f64(),
-            "time": time_json(&self.time()),
-            "units": self.units,
-            "units_per_second": self.units_per_second(),
-            "threads": self.threads,
-            "policy": self.policy,
-            "mapping": self.mapping,
-            "distribution": self.distribution,
-            "numa_alloc_global": self.numa_alloc_global,
-            "commits": stats.commits,
-            "aborts": stats.total_aborts(),
-            "aborts_by_reason": aborts(&stats),
-            "workers": self.workers.iter().map(|w| json!({
-                "index": w.index,
-                "cpu": w.cpu,
-                "node": w.node,
-                "units": w.units,
-                "commits": w.stats.commits,
-                "aborts": w.stats.total_aborts(),
-                "aborts_by_reason": aborts(&w.stats),
-                "mean_read_set": w.stats.mean_read_set(),
-                "mean_write_set": w.stats.mean_write_set(),
-                "busy_seconds": w.busy.as_secs_f64(),
-                "idle_seconds": w.idle.as_secs_f64(),
-                "time": time_json(&w.time),
-            })).collect::<Vec<_>>(),
-            "decisions": self.decisions.iter().map(|d| json!({
-                "at_seconds": d.at.as_secs_f64(),
-                "worker": d.worker,
-                "decision": d.decision,
-                "text": d.decision.to_string(),
-            })).collect::<Vec<_>>(),
-            "helpers": self.helpers,
-            "affinity": self.affinity(),
-        })
+        // Only `Value::Object`'s string keys are refused by `to_value`, and
+        // every map of the form is keyed by strings.
+        serde_json::to_value(self).expect("a run report serialises to a JSON value")
     }
-}
-
-/// A breakdown in seconds, with each part's share of the worker time.
-fn time_json(t: &TimeBreakdown) -> Value {
-    let total = t.total().as_secs_f64();
-    let share = |s: f64| if total > 0.0 { s / total } else { 0.0 };
-    let parts = [
-        ("setup", t.setup),
-        ("pool", t.pool),
-        ("aborted", t.aborted),
-        ("process", t.process),
-        ("commit", t.commit),
-        ("other", t.other),
-        ("untimed", t.untimed),
-        ("idle", t.idle),
-    ];
-    json!({
-        "timed_units": t.timed_units,
-        "units": t.units,
-        "timed_seconds": t.timed.as_secs_f64(),
-        "worker_seconds": total,
-        "seconds": parts.iter().map(|(k, v)| ((*k).to_owned(), json!(v.as_secs_f64()))).collect::<serde_json::Map<_, _>>(),
-        "shares": parts.iter().map(|(k, v)| ((*k).to_owned(), json!(share(v.as_secs_f64())))).collect::<serde_json::Map<_, _>>(),
-    })
 }
 
 impl fmt::Display for RunReport {
