@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Parser};
-use serde_json::{Map, Value, json};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use skelaff_helper_threads::HelperThreads;
 use skelaff_locality::{Profile, Sampling};
 use skelaff_numa_alloc::alloc::{self, NumaAlloc};
@@ -15,6 +16,8 @@ use skelaff_numa_alloc::{Policy, Topology};
 use skelaff_worklist::{
     Builder, Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, TxAssist, Worklist,
 };
+
+use crate::figures::Figures;
 
 /// Flags every application takes besides its STAMP flags.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -206,6 +209,10 @@ pub enum AppError {
 }
 
 /// What a run of an application produced.
+///
+/// Serialises (the `--json` line) as `app`, `time_seconds`,
+/// `check_passed`, `check` (what was verified or what is wrong),
+/// `figures` and `report` (the skeleton's, `null` for a sequential run).
 #[derive(Debug)]
 pub struct Outcome {
     /// The application's name.
@@ -217,7 +224,7 @@ pub struct Outcome {
     /// The self-check: `Ok(what was verified)` or `Err(what is wrong)`.
     pub check: Result<String, String>,
     /// Application-specific figures.
-    pub figures: Map<String, Value>,
+    pub figures: Figures,
 }
 
 impl Outcome {
@@ -226,25 +233,44 @@ impl Outcome {
         self.check.is_ok()
     }
 
-    /// The outcome as one JSON object.
+    /// The outcome as one JSON value (its [`Serialize`] form), for callers
+    /// that index into it.
     pub fn to_json(&self) -> Value {
-        json!({
-            "app": self.app,
-            "time_seconds": self.time.as_secs_f64(),
-            "check_passed": self.check.is_ok(),
-            "check": match &self.check { Ok(s) | Err(s) => s },
-            "figures": self.figures,
-            "report": self.report.as_ref().map(RunReport::to_json),
-        })
+        // Every map of the form is keyed by strings, the one thing
+        // `to_value` refuses otherwise.
+        serde_json::to_value(self).expect("an outcome serialises to a JSON value")
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            app: &'a str,
+            time_seconds: f64,
+            check_passed: bool,
+            check: &'a str,
+            figures: &'a Figures,
+            report: Option<&'a RunReport>,
+        }
+        Json {
+            app: self.app,
+            time_seconds: self.time.as_secs_f64(),
+            check_passed: self.check.is_ok(),
+            check: match &self.check {
+                Ok(s) | Err(s) => s,
+            },
+            figures: &self.figures,
+            report: self.report.as_ref(),
+        }
+        .serialize(serializer)
     }
 }
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}: time {:.3} s", self.app, self.time.as_secs_f64())?;
-        for (k, v) in &self.figures {
-            writeln!(f, "  {k}: {v}")?;
-        }
+        write!(f, "{}", self.figures)?;
         if let Some(r) = &self.report {
             write!(f, "{r}")?;
         }
@@ -323,7 +349,13 @@ pub fn main_with_threads<A: App>(argv: impl IntoIterator<Item = String>, threads
                 }
             }
             if cli.common.json {
-                println!("{}", outcome.to_json());
+                match serde_json::to_string(&outcome) {
+                    Ok(line) => println!("{line}"),
+                    Err(e) => {
+                        eprintln!("{}: writing the JSON line: {e}", A::NAME);
+                        return ExitCode::FAILURE;
+                    }
+                }
             }
             if outcome.passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }

@@ -12,6 +12,7 @@
 //! [`Skeleton`]: skelaff_worklist::Skeleton
 
 pub mod app;
+pub mod figures;
 pub mod genome;
 pub mod intruder;
 pub mod kmeans;
@@ -24,6 +25,7 @@ pub mod vacation;
 pub mod yada;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};
+pub use figures::Figures;
 
 /// Every application, for `skelaff run` and `skelaff experiment`.
 pub fn registry() -> Vec<Entry> {

@@ -12,8 +12,9 @@
 use std::process::ExitCode;
 
 use skelaff_stamp::app::main_for;
+use skelaff_stamp::figures::KmeansFigures;
 use skelaff_stamp::kmeans::{Kmeans, KmeansArgs, close, sequential, shipped_input};
-use skelaff_stamp::{App, AppError, CommonArgs};
+use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
 const POLICIES: [PagePolicy; 5] =
@@ -31,6 +32,13 @@ fn small(threads: usize) -> KmeansArgs {
     }
 }
 
+fn figures(o: &Outcome) -> &KmeansFigures {
+    match &o.figures {
+        Figures::Kmeans(f) => f,
+        other => panic!("not kmeans's figures: {other:?}"),
+    }
+}
+
 #[test]
 fn self_check_passes_under_every_policy_thread_count_and_distribution() {
     let (reference, _) = sequential(&small(1)).unwrap();
@@ -42,8 +50,8 @@ fn self_check_passes_under_every_policy_thread_count_and_distribution() {
                 let o = Kmeans::run(&small(threads), &common).unwrap();
                 let what = format!("{policy} {distribution} {threads} threads");
                 assert!(o.passed(), "{what}: {:?}", o.check);
-                assert_eq!(o.figures["iterations"], serde_json::json!(reference.iterations), "{what}");
-                digests.push(o.figures["membership_digest"].clone());
+                assert_eq!(figures(&o).iterations, reference.iterations, "{what}");
+                digests.push(figures(&o).membership_digest.clone());
                 let report = o.report.as_ref().expect("a parallel run has a report");
                 let iterations: u32 = reference.iterations.iter().sum();
                 assert_eq!(report.units, u64::from(iterations) * 16, "{what}: 16 chunks of 64 points per iteration");
@@ -143,14 +151,13 @@ fn reads_stamps_n2048_file_and_matches_the_sequential_version() {
     assert_eq!(reference.membership.len(), 2048);
     let points = args(1).points().unwrap();
     assert_eq!((points.len(), points.dims), (2048, 16));
-    let digest = Kmeans::run(&args(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap().figures
-        ["membership_digest"]
-        .clone();
+    let seq = Kmeans::run(&args(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
+    let digest = figures(&seq).membership_digest.clone();
     for threads in [1, 2] {
         let o = Kmeans::run(&args(threads), &CommonArgs::default()).unwrap();
         assert!(o.passed(), "{threads} threads: {:?}", o.check);
-        assert_eq!(o.figures["membership_digest"], digest, "{threads} threads");
-        assert_eq!(o.figures["iterations"], serde_json::json!(reference.iterations));
+        assert_eq!(figures(&o).membership_digest, digest, "{threads} threads");
+        assert_eq!(figures(&o).iterations, reference.iterations);
     }
 }
 

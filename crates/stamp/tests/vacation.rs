@@ -10,10 +10,10 @@
 
 use std::process::ExitCode;
 
-use serde_json::Value;
 use skelaff_stamp::app::main_for;
+use skelaff_stamp::figures::VacationFigures;
 use skelaff_stamp::vacation::{SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables};
-use skelaff_stamp::{App, AppError, CommonArgs};
+use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
 const POLICIES: [PagePolicy; 5] =
@@ -33,11 +33,15 @@ fn small(clients: usize) -> VacationArgs {
     }
 }
 
-fn digest(o: &skelaff_stamp::Outcome) -> String {
-    match &o.figures["tables_digest"] {
-        Value::String(s) => s.clone(),
-        v => panic!("digest is not a string: {v}"),
+fn figures(o: &Outcome) -> &VacationFigures {
+    match &o.figures {
+        Figures::Vacation(f) => f,
+        other => panic!("not vacation's figures: {other:?}"),
     }
+}
+
+fn digest(o: &Outcome) -> String {
+    figures(o).tables_digest.clone().unwrap_or_else(|| panic!("no tables digest: {:?}", o.check))
 }
 
 #[test]
@@ -94,10 +98,10 @@ fn stamp_sequential_tables_agree_with_the_std_ones() {
         let stamp_run = Vacation::run(&stamp_args, &common).unwrap();
         assert!(stamp_run.passed(), "{:?}", stamp_run.check);
         assert!(stamp_run.report.is_none());
-        assert_eq!(stamp_run.figures["sequential_tables"], "stamp");
-        assert_eq!(std_run.figures["sequential_tables"], "std");
+        assert_eq!(figures(&stamp_run).sequential_tables, "stamp");
+        assert_eq!(figures(&std_run).sequential_tables, "std");
         assert_eq!(digest(&stamp_run), digest(&std_run), "same requests, same order, same tables");
-        assert_eq!(stamp_run.figures["reservations_held"], std_run.figures["reservations_held"]);
+        assert_eq!(figures(&stamp_run).reservations_held, figures(&std_run).reservations_held);
     }
 }
 
@@ -106,7 +110,7 @@ fn the_low_contention_input_passes_with_two_clients() {
     let args = VacationArgs { clients: 2, transactions: 2048, ..VacationArgs::default() };
     let o = Vacation::run(&args, &CommonArgs::default()).unwrap();
     assert!(o.passed(), "{:?}", o.check);
-    assert!(o.figures["reservations_held"].as_u64().unwrap() > 0, "reservations were made");
+    assert!(figures(&o).reservations_held.unwrap() > 0, "reservations were made");
 }
 
 /// A way to break a consistent state.

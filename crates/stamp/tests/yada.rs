@@ -4,10 +4,11 @@
 //! after every refinement step on random meshes, and malformed inputs.
 
 use proptest::prelude::*;
+use skelaff_stamp::figures::YadaFigures;
 use skelaff_stamp::yada::{
     Mesh, Point, Sequential, Triangulation, Yada, YadaArgs, run_skeleton, sequential, shipped_input,
 };
-use skelaff_stamp::{App, AppError, CommonArgs};
+use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
 use skelaff_testkit::peak;
@@ -26,23 +27,32 @@ fn sim(threads: usize) -> YadaArgs {
 /// 2678` for `-a20 -i inputs/633.2`.
 const STAMP_633_FINAL: i64 = 2678;
 
+fn figures(o: &Outcome) -> &YadaFigures {
+    match &o.figures {
+        Figures::Yada(f) => f,
+        other => panic!("not yada's figures: {other:?}"),
+    }
+}
+
 #[test]
 fn simulator_input_at_one_and_two_threads_and_sequentially() {
     let seq = Yada::run(&sim(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
     assert!(seq.passed(), "{:?}", seq.check);
     let again = Yada::run(&sim(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
-    assert_eq!(seq.figures["mesh_digest"], again.figures["mesh_digest"], "the sequential run is deterministic");
-    assert_eq!(seq.figures["final_elements"], STAMP_633_FINAL);
-    assert_eq!(seq.figures["initial_elements"], 1264);
-    assert_eq!(seq.figures["initial_bad"], 438);
-    assert_eq!(seq.figures["processed"], 705, "STAMP prints 705 elements processed");
+    let (f, again) = (figures(&seq), figures(&again));
+    assert!(f.mesh_digest.is_some());
+    assert_eq!(f.mesh_digest, again.mesh_digest, "the sequential run is deterministic");
+    assert_eq!(f.final_elements, STAMP_633_FINAL);
+    assert_eq!(f.initial_elements, 1264);
+    assert_eq!(f.initial_bad, 438);
+    assert_eq!(f.processed, 705, "STAMP prints 705 elements processed");
     for threads in [1, 2] {
         for distribution in [Distribution::Shared, Distribution::PerNode] {
             let o = Yada::run(&sim(threads), &CommonArgs { distribution, ..CommonArgs::default() }).unwrap();
             assert!(o.passed(), "{threads} threads {distribution}: {:?}", o.check);
-            assert_eq!(o.figures["gave_up"], 0);
+            assert_eq!(figures(&o).gave_up, 0);
             let report = o.report.as_ref().unwrap();
-            let processed = o.figures["processed"].as_u64().unwrap();
+            let processed = figures(&o).processed;
             assert!(report.units >= processed, "{} units, {processed} processed", report.units);
         }
     }
@@ -57,12 +67,8 @@ fn one_worker_gives_the_same_mesh_under_every_policy() {
         for shuffle in [0, 1] {
             let o = Yada::run(&sim(1), &CommonArgs { policy, shuffle, ..CommonArgs::default() }).unwrap();
             assert!(o.passed(), "{policy}: {:?}", o.check);
-            counts.push((
-                shuffle,
-                o.figures["final_elements"].clone(),
-                o.figures["processed"].clone(),
-                o.figures["mesh_digest"].clone(),
-            ));
+            let f = figures(&o);
+            counts.push((shuffle, f.final_elements, f.processed, f.mesh_digest.clone()));
         }
     }
     for shuffle in [0, 1] {

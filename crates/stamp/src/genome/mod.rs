@@ -51,12 +51,11 @@ mod sequencer;
 
 use std::time::Instant;
 
-use serde_json::{Map, json};
-
 pub use input::{Input, MAX_SEGMENT, NUCLEOTIDES, pack, unpack};
 pub use sequencer::Dedup;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::figures::GenomeFigures;
 use sequencer::{Sequenced, SequentialBackend, Transactional, sequence};
 
 /// The genome application (see the [module docs](self)).
@@ -239,7 +238,7 @@ impl App for Genome {
     fn run(args: &GenomeArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let input = args.input()?;
         let s = input.segment_length;
-        let mut figures = Map::new();
+        let mut runs = None;
         let (seq, time, report): (Sequenced, _, _) = if common.sequential {
             let start = Instant::now();
             let seq = sequence(&mut SequentialBackend::new(args.gene.min(input.segments.len())), &input.segments, s)?;
@@ -250,22 +249,23 @@ impl App for Genome {
             let start = Instant::now();
             let seq = sequence(&mut b, &input.segments, s)?;
             let time = start.elapsed();
-            figures.insert("runs".into(), json!(b.runs.len()));
+            runs = Some(b.runs.len());
             (seq, time, b.runs.merged())
         };
-        figures.insert("gene_length".into(), json!(args.gene));
-        figures.insert("segment_length".into(), json!(s));
-        figures.insert("segments".into(), json!(input.segments.len()));
-        figures.insert("unique_segments".into(), json!(seq.unique));
-        figures.insert("passes".into(), json!(seq.passes));
-        figures.insert("chains".into(), json!(seq.chains));
-        figures.insert("sequence_length".into(), json!(seq.sequence.len()));
-        figures.insert("sequence_digest".into(), json!(format!("{:016x}", crate::phases::digest(&seq.sequence))));
-        figures.insert("threads".into(), json!(args.threads));
-        if !common.sequential {
-            figures.insert("dedup".into(), json!(format!("{:?}", args.dedup).to_lowercase()));
-        }
+        let figures = GenomeFigures {
+            runs,
+            gene_length: args.gene,
+            segment_length: s,
+            segments: input.segments.len(),
+            unique_segments: seq.unique,
+            passes: seq.passes,
+            chains: seq.chains,
+            sequence_length: seq.sequence.len(),
+            sequence_digest: format!("{:016x}", crate::phases::digest(&seq.sequence)),
+            threads: args.threads,
+            dedup: (!common.sequential).then(|| format!("{:?}", args.dedup).to_lowercase()),
+        };
         let check = check(&input.gene, &seq.sequence);
-        Ok(Outcome { app: Genome::NAME, report, time, check, figures })
+        Ok(Outcome { app: Genome::NAME, report, time, check, figures: figures.into() })
     }
 }

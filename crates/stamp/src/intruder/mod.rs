@@ -36,13 +36,13 @@ mod stream;
 use std::time::Instant;
 
 use clap::value_parser;
-use serde_json::{Map, json};
 
 pub use detector::{Detector, SIGNATURES};
 pub use pipeline::{DetectIn, Detection, MapKind, Variant, Verdict, run_sequential, run_skeleton};
 pub use stream::{Packet, Stream, StreamError, digest};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::figures::IntruderFigures;
 
 /// The application (see the [module docs](self)).
 #[derive(Debug, Clone, Copy)]
@@ -129,17 +129,18 @@ impl App for Intruder {
             let wall = report.wall;
             (d, Some(report), wall)
         };
-        let mut figures = Map::new();
-        figures.insert("flows".into(), json!(stream.flows()));
-        figures.insert("packets".into(), json!(stream.packets.len()));
-        figures.insert("attacks_generated".into(), json!(stream.attacks().len()));
-        figures.insert("attacks_injected".into(), json!(stream.injected));
-        figures.insert("flagged".into(), json!(detection.flagged().len()));
-        figures.insert("threads".into(), json!(if common.sequential { 1 } else { args.threads }));
-        figures.insert("sequential".into(), json!(common.sequential));
         let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_owned());
-        figures.insert("detect_in".into(), json!(name(clap::ValueEnum::to_possible_value(&args.detect_in))));
-        figures.insert("map".into(), json!(name(clap::ValueEnum::to_possible_value(&args.map))));
-        Ok(Outcome { app: Self::NAME, report, time, check: stream.check(&detection), figures })
+        let figures = IntruderFigures {
+            flows: stream.flows(),
+            packets: stream.packets.len(),
+            attacks_generated: stream.attacks().len(),
+            attacks_injected: stream.injected,
+            flagged: detection.flagged().len(),
+            threads: if common.sequential { 1 } else { args.threads },
+            sequential: common.sequential,
+            detect_in: name(clap::ValueEnum::to_possible_value(&args.detect_in)),
+            map: name(clap::ValueEnum::to_possible_value(&args.map)),
+        };
+        Ok(Outcome { app: Self::NAME, report, time, check: stream.check(&detection), figures: figures.into() })
     }
 }

@@ -51,12 +51,11 @@ mod parallel;
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, json};
-
 pub use file::shipped_input;
 pub use input::{MAX_DIMS, MAX_POINTS, Points, SPREAD, Shape};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::figures::KmeansFigures;
 use parallel::Parallel;
 
 /// The kmeans application (see the [module docs](self)).
@@ -510,13 +509,7 @@ impl App for Kmeans {
     fn run(args: &KmeansArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let points = args.points()?;
         let chunk = args.chunk(points.len());
-        let mut figures = Map::new();
-        figures.insert("input".into(), json!(args.input));
-        figures.insert("points".into(), json!(points.len()));
-        figures.insert("dims".into(), json!(points.dims));
-        figures.insert("min_clusters".into(), json!(args.min_clusters));
-        figures.insert("max_clusters".into(), json!(args.max_clusters));
-        figures.insert("threads".into(), json!(args.threads));
+        let mut parallel = None;
         let (result, time, report, reference) = if common.sequential {
             let (c, t) = run_sequential(args, &points)?;
             (c, t, None, None)
@@ -526,15 +519,23 @@ impl App for Kmeans {
             let start = Instant::now();
             let c = cluster(&points, args.min_clusters, args.max_clusters, args.threshold, &mut a)?;
             let time = start.elapsed();
-            figures.insert("chunk".into(), json!(chunk));
-            figures.insert("runs".into(), json!(a.runs.len()));
             let (reference, seq_time) = run_sequential(args, &points)?;
-            figures.insert("sequential_check_seconds".into(), json!(seq_time.as_secs_f64()));
+            parallel = Some((a.runs.len(), seq_time.as_secs_f64()));
             (c, time, a.runs.merged(), Some(reference))
         };
-        figures.insert("iterations".into(), json!(result.iterations));
-        figures
-            .insert("membership_digest".into(), json!(format!("{:016x}", crate::phases::digest(&result.membership))));
+        let figures = KmeansFigures {
+            input: args.input.clone(),
+            points: points.len(),
+            dims: points.dims,
+            min_clusters: args.min_clusters,
+            max_clusters: args.max_clusters,
+            threads: args.threads,
+            chunk: parallel.map(|_| chunk),
+            runs: parallel.map(|(runs, _)| runs),
+            sequential_check_seconds: parallel.map(|(_, seconds)| seconds),
+            iterations: result.iterations.clone(),
+            membership_digest: format!("{:016x}", crate::phases::digest(&result.membership)),
+        };
         let check = result.check_means(&points).and_then(|()| match &reference {
             Some(r) => result.compare(r).map(|()| {
                 format!(
@@ -548,7 +549,7 @@ impl App for Kmeans {
                 result.clusters, result.iterations
             )),
         });
-        Ok(Outcome { app: Kmeans::NAME, report, time, check, figures })
+        Ok(Outcome { app: Kmeans::NAME, report, time, check, figures: figures.into() })
     }
 }
 

@@ -31,13 +31,13 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use clap::value_parser;
-use serde_json::{Map, json};
 
 pub use maze::{Dims, MAX_CELLS, MAX_PAIRS, Maze, MazeError};
 pub use router::{Costs, Router};
 pub use solve::{Routing, run_sequential, run_skeleton};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::figures::LabyrinthFigures;
 
 /// The application (see the [module docs](self)).
 #[derive(Debug, Clone, Copy)]
@@ -165,15 +165,16 @@ impl App for Labyrinth {
         if args.print {
             print!("{}", render(&maze, &routing));
         }
-        let mut figures = Map::new();
-        figures.insert("maze".into(), json!(maze.origin));
-        figures.insert("dimensions".into(), json!(maze.dims.to_string()));
-        figures.insert("pairs".into(), json!(maze.pairs.len()));
-        figures.insert("walls".into(), json!(maze.walls.len()));
-        figures.insert("routed".into(), json!(routing.routed()));
-        figures.insert("path_cells".into(), json!(routing.cells_used()));
-        figures.insert("threads".into(), json!(if common.sequential { 1 } else { args.threads }));
-        figures.insert("sequential".into(), json!(common.sequential));
-        Ok(Outcome { app: Self::NAME, report, time, check: maze.check(&routing), figures })
+        let figures = LabyrinthFigures {
+            maze: maze.origin.clone(),
+            dimensions: maze.dims.to_string(),
+            pairs: maze.pairs.len(),
+            walls: maze.walls.len(),
+            routed: routing.routed(),
+            path_cells: routing.cells_used(),
+            threads: if common.sequential { 1 } else { args.threads },
+            sequential: common.sequential,
+        };
+        Ok(Outcome { app: Self::NAME, report, time, check: maze.check(&routing), figures: figures.into() })
     }
 }

@@ -107,7 +107,6 @@ mod seq;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
 use skelaff_stm::{TxError, TxOps, atomically};
 use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
@@ -115,6 +114,7 @@ pub use check::{Entry, Snapshot};
 pub use client::Kind;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::figures::{VacationActions, VacationFigures};
 use crate::plain::UninstrumentedTx;
 use client::{Workload, initial_entries, populate};
 use manager::{Manager, TxTables};
@@ -361,34 +361,38 @@ fn outcome(
     time: Duration,
     report: Option<skelaff_worklist::RunReport>,
 ) -> Outcome {
-    let mut figures = Map::new();
-    figures.insert("clients".into(), json!(args.clients));
-    figures.insert("sequential_tables".into(), json!(args.sequential_tables.name()));
-    figures.insert("transactions".into(), json!(args.transactions));
-    figures.insert("relations".into(), json!(args.relations));
-    figures.insert("query_range".into(), json!(w.query_range));
-    figures
-        .insert("transactions_per_second".into(), json!(f64::from(args.transactions) / time.as_secs_f64().max(1e-9)));
-    figures.insert("anomalies".into(), json!(anomalies));
     let mut actions = [0u64; 3];
     for i in 0..args.transactions {
         actions[w.action(i) as usize] += 1;
     }
-    figures.insert(
-        "actions".into(),
-        json!({"make_reservation": actions[0], "delete_customer": actions[1], "update_tables": actions[2]}),
-    );
+    let mut figures = VacationFigures {
+        clients: args.clients,
+        sequential_tables: args.sequential_tables.name(),
+        transactions: args.transactions,
+        relations: args.relations,
+        query_range: w.query_range,
+        transactions_per_second: f64::from(args.transactions) / time.as_secs_f64().max(1e-9),
+        anomalies,
+        actions: VacationActions {
+            make_reservation: actions[0],
+            delete_customer: actions[1],
+            update_tables: actions[2],
+        },
+        customers: None,
+        reservations_held: None,
+        tables_digest: None,
+    };
     let check = snapshot.and_then(|s| {
-        figures.insert("customers".into(), json!(s.customers.len()));
-        figures.insert("reservations_held".into(), json!(s.reservations_held()));
-        figures.insert("tables_digest".into(), Value::String(format!("{:016x}", s.digest())));
+        figures.customers = Some(s.customers.len());
+        figures.reservations_held = Some(s.reservations_held());
+        figures.tables_digest = Some(format!("{:016x}", s.digest()));
         let ok = s.check(args.relations)?;
         if anomalies > 0 {
             return Err(format!("{anomalies} transactions met a reservation missing or not in use while cancelling"));
         }
         Ok(ok)
     });
-    Outcome { app: Vacation::NAME, report, time, check, figures }
+    Outcome { app: Vacation::NAME, report, time, check, figures: figures.into() }
 }
 
 /// Vacation's tables and clients, with each client transaction run on the

@@ -59,7 +59,6 @@ mod refine;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde_json::{Map, json};
 use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
@@ -70,6 +69,7 @@ pub use mesh::{BadElement, Built, Mesh, MeshError};
 pub use order::stamp_shuffle;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::figures::YadaFigures;
 use crate::plain::UninstrumentedTx;
 use mesh::el;
 use order::StampHeap;
@@ -393,11 +393,6 @@ impl App for Yada {
         let built = args.build()?;
         let initial = built.mesh.initial_elements();
         let initial_bad = built.initial_bad();
-        let mut figures = Map::new();
-        figures.insert("input".into(), json!(args.input.display().to_string()));
-        figures.insert("angle".into(), json!(args.angle));
-        figures.insert("initial_elements".into(), json!(initial));
-        figures.insert("initial_bad".into(), json!(initial_bad));
         let (mesh, totals, time, report) = if common.sequential {
             let start = Instant::now();
             let (mesh, totals) = sequential(built)
@@ -410,18 +405,26 @@ impl App for Yada {
             (mesh, totals, time, Some(report))
         };
         let expected = initial as i64 + totals.added;
-        figures.insert("final_elements".into(), json!(expected));
-        figures.insert("processed".into(), json!(totals.processed));
-        figures.insert("gave_up".into(), json!(totals.gave_up));
-        figures.insert("threads".into(), json!(if common.sequential { 1 } else { args.threads }));
+        let mut figures = YadaFigures {
+            input: args.input.display().to_string(),
+            angle: args.angle,
+            initial_elements: initial,
+            initial_bad,
+            final_elements: expected,
+            processed: totals.processed,
+            gave_up: totals.gave_up,
+            threads: if common.sequential { 1 } else { args.threads },
+            min_angle: None,
+            mesh_digest: None,
+        };
         let check = usize::try_from(expected)
             .map_err(|_| format!("a negative element count ({expected})"))
             .and_then(|n| mesh.check(n))
             .map(|s| {
-                figures.insert("min_angle".into(), json!(s.min_angle));
-                figures.insert("mesh_digest".into(), json!(format!("{:016x}", s.digest)));
+                figures.min_angle = Some(s.min_angle);
+                figures.mesh_digest = Some(format!("{:016x}", s.digest));
                 format!("final mesh: {s}")
             });
-        Ok(Outcome { app: Self::NAME, report, time, check, figures })
+        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
     }
 }
