@@ -48,9 +48,8 @@ step cargo import-cycles
 # The API docs build without broken or redundant links (with the features `cli` and
 # `mpi`, so that every optional module's docs are checked too).
 step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features skelaff/cli,skelaff/mpi --quiet
-# Unit, integration and doc tests, with the features `cli` (the `skelaff` binary's
-# tests and the STAMP applications'; examples, benches and tests get it anyway
-# through the umbrella's dev-dependency on itself) and `mpi`: the distributed
+# Unit, integration and doc tests, with the features `cli` (the `skelaff` binary and
+# its tests) and `mpi`: the distributed
 # operators under mpirun (1-4 ranks, --oversubscribe), the CLI under mpirun,
 # and the doc tests whose compile_fail examples show that `Mpi` and
 # `RankComm` cannot be shared with or moved to another thread. The examples
