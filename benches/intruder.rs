@@ -9,7 +9,7 @@
 //! - `default`: `-a10 -l4 -n2048 -s1` (STAMP's simulator input, the flags' default);
 //! - `small`: `-a10 -l16 -n4096 -s1` (`Intruder::small()`).
 //!
-//! `cargo bench --bench intruder`; the ratio to report is
+//! `cargo bench --features stamp --bench intruder`; the ratio to report is
 //! `sequential / skeleton_2t` (above 1: the skeleton is faster).
 
 // criterion_group! generates an undocumented function.

@@ -8,7 +8,7 @@
 //! - `small`: `random-x32-y32-z3-n96` (STAMP's simulator input);
 //! - `medium`: `random-x128-y128-z5-n128`.
 //!
-//! `cargo bench --bench labyrinth`; the ratio to report is
+//! `cargo bench --features stamp --bench labyrinth`; the ratio to report is
 //! `sequential / skeleton_2t` (above 1: the skeleton is faster).
 
 // criterion_group! generates an undocumented function.

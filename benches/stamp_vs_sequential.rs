@@ -3,7 +3,7 @@
 //! in the same run on the application's built-in small input.
 //!
 //! ```sh
-//! cargo bench --bench stamp_vs_sequential
+//! cargo bench --features stamp --bench stamp_vs_sequential
 //! ```
 //!
 //! vacation has a second sequential peer, `sequential-stamp`: its

@@ -2,9 +2,9 @@
 //!
 //! ```sh
 //! # STAMP's standard input, and its large one (genome+)
-//! cargo run --release --example genome -- -g256 -s16 -n16384 -t2
-//! cargo run --release --example genome -- -g16384 -s64 -n16777216 -t2 --json
-//! cargo run --release --example genome -- -g16384 -s64 -n16777216 --sequential --json
+//! cargo run --release --features stamp --example genome -- -g256 -s16 -n16384 -t2
+//! cargo run --release --features stamp --example genome -- -g16384 -s64 -n16777216 -t2 --json
+//! cargo run --release --features stamp --example genome -- -g16384 -s64 -n16777216 --sequential --json
 //! ```
 //!
 //! Exits with status 1 when the reconstructed sequence differs from the

@@ -3,7 +3,7 @@
 //! STAMP applications, each beside the same run without helpers.
 //!
 //! ```text
-//! cargo run --release --example helpers -- [--what chase,idle,stamp] [--nodes N] [--hops H]
+//! cargo run --release --features stamp --example helpers -- [--what chase,idle,stamp] [--nodes N] [--hops H]
 //!     [--units U] [--runs R] [--lifespans 16,64,...] [--apps A,B] [--stamp-threads T] [--json]
 //! ```
 //!

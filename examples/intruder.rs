@@ -5,8 +5,8 @@
 //! STAMP's command lines, and their equivalents here:
 //!
 //! ```text
-//! intruder -a10 -l4 -n2048 -s1 -t2       cargo run --release --example intruder -- -a10 -l4 -n2048 -s1 -t2
-//! intruder -a10 -l128 -n262144 -s1 -t2   cargo run --release --example intruder -- -a10 -l128 -n262144 -s1 -t2
+//! intruder -a10 -l4 -n2048 -s1 -t2       cargo run --release --features stamp --example intruder -- -a10 -l4 -n2048 -s1 -t2
+//! intruder -a10 -l128 -n262144 -s1 -t2   cargo run --release --features stamp --example intruder -- -a10 -l128 -n262144 -s1 -t2
 //! ```
 //!
 //! Add `--sequential` for the sequential version, `--json` for a JSON last

@@ -2,11 +2,11 @@
 //!
 //! ```sh
 //! # kmeans-low (many clusters) and kmeans-high (few) on STAMP's small input
-//! cargo run --release --example kmeans -- -m40 -n40 -t0.05 -i random-n2048-d16-c16 -p2
-//! cargo run --release --example kmeans -- -m15 -n15 -t0.05 -i random-n2048-d16-c16 -p2
+//! cargo run --release --features stamp --example kmeans -- -m40 -n40 -t0.05 -i random-n2048-d16-c16 -p2
+//! cargo run --release --features stamp --example kmeans -- -m15 -n15 -t0.05 -i random-n2048-d16-c16 -p2
 //! # the inputs for runs without a simulator, against the sequential version
-//! cargo run --release --example kmeans -- -m40 -n40 -t0.00001 -i random-n65536-d32-c16 -p2 --json
-//! cargo run --release --example kmeans -- -m40 -n40 -t0.00001 -i random-n65536-d32-c16 --sequential --json
+//! cargo run --release --features stamp --example kmeans -- -m40 -n40 -t0.00001 -i random-n65536-d32-c16 -p2 --json
+//! cargo run --release --features stamp --example kmeans -- -m40 -n40 -t0.00001 -i random-n65536-d32-c16 --sequential --json
 //! ```
 //!
 //! Exits with status 1 when the clustering differs from the sequential

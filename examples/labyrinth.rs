@@ -8,8 +8,8 @@
 //! exists, in which case it is read):
 //!
 //! ```text
-//! labyrinth -i inputs/random-x32-y32-z3-n96.txt -t2     cargo run --release --example labyrinth -- -i random-x32-y32-z3-n96 -t2
-//! labyrinth -i inputs/random-x512-y512-z7-n512.txt -t2  cargo run --release --example labyrinth -- -i random-x512-y512-z7-n512 -t2
+//! labyrinth -i inputs/random-x32-y32-z3-n96.txt -t2     cargo run --release --features stamp --example labyrinth -- -i random-x32-y32-z3-n96 -t2
+//! labyrinth -i inputs/random-x512-y512-z7-n512.txt -t2  cargo run --release --features stamp --example labyrinth -- -i random-x512-y512-z7-n512 -t2
 //! ```
 //!
 //! Add `--sequential` for the sequential version, `--json` for a JSON last

@@ -2,8 +2,8 @@
 //! placed by first touch or by MASA.
 //!
 //! ```sh
-//! cargo run --release --example nas_cg -- --class B --threads 2 --placement masa
-//! cargo run --release --example nas_cg -- --class S --threads 1 --placement first-touch --json
+//! cargo run --release --features cli --example nas_cg -- --class B --threads 2 --placement masa
+//! cargo run --release --features cli --example nas_cg -- --class S --threads 1 --placement first-touch --json
 //! ```
 //!
 //! Prints NPB's iteration log, zeta, `VERIFICATION SUCCESSFUL` or

@@ -2,7 +2,7 @@
 //! team with MASA placement; run under `mpirun` (build with `--features mpi`).
 //!
 //! ```sh
-//! cargo build --release --features mpi --example nas_cg_mpi
+//! cargo build --release --features cli,mpi --example nas_cg_mpi
 //! mpirun -np 2 --bind-to core target/release/examples/nas_cg_mpi --class B
 //! # one rank per NUMA node, one thread per core of the node:
 //! mpirun --map-by ppr:1:numa --bind-to numa target/release/examples/nas_cg_mpi --class C --threads 8

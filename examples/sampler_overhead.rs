@@ -5,9 +5,9 @@
 //! the same process (in ABBA order).
 //!
 //! ```text
-//! cargo run --release --example sampler_overhead -- [--apps vacation,intruder] [--threads 2] \
+//! cargo run --release --features stamp --example sampler_overhead -- [--apps vacation,intruder] [--threads 2] \
 //!     [--runs 5] [--sample-period 64] [--json]
-//! cargo run --release --example sampler_overhead -- --apps vacation \
+//! cargo run --release --features stamp --example sampler_overhead -- --apps vacation \
 //!     --args "-n2 -q90 -u98 -r65536 -t393216" --runs 5
 //! ```
 //!

@@ -3,8 +3,8 @@
 //! peer crates (`sprs`, `nalgebra-sparse`) on the same CSR matrix.
 //!
 //! ```sh
-//! cargo run --release --example spmv --features spmv-peers -- --nas-class B --threads 2 --placement masa
-//! cargo run --release --example spmv --features spmv-peers -- matrix.mtx --format csc --split nnz --json
+//! cargo run --release --example spmv --features cli,spmv-peers -- --nas-class B --threads 2 --placement masa
+//! cargo run --release --example spmv --features cli,spmv-peers -- matrix.mtx --format csc --split nnz --json
 //! ```
 //!
 //! Byte model (per SpMV): every stored value and index once (8 + 4 bytes),

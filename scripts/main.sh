@@ -3,4 +3,4 @@
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
-exec cargo run --release --quiet --bin skelaff -- experiment "$@"
+exec cargo run --release --quiet --features cli --bin skelaff -- experiment "$@"

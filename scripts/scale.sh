@@ -118,7 +118,7 @@ bundle() {
     dir=$(cd "$dir" && pwd)
 
     echo "$PROG: building the release binaries (fat LTO: several minutes)"
-    (cd "$repo" && cargo build --release --quiet --features spmv-peers --bin skelaff --example intset --example spmv)
+    (cd "$repo" && cargo build --release --quiet --features cli,spmv-peers --bin skelaff --example intset --example spmv)
     target=${CARGO_TARGET_DIR:-$repo/target}
     case $target in /*) ;; *) target=$repo/$target ;; esac
     cp "$target/release/skelaff" "$dir/bin/skelaff"

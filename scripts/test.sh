@@ -5,9 +5,10 @@
 #
 # Built for a clean machine (CI: two cores, nothing cached), where compiling is most of
 # the time. So: no incremental compilation (it only adds work to a clean build); one
-# build of the tests, with the feature `mpi` on, rather than one without it and a second
-# for the MPI tests (the emulated machines' tests are taken from it); without the
-# feature, clippy lints the only code that exists only then.
+# build of the tests, with the features `cli` (the `skelaff` binary and everything it
+# brings) and `mpi` on, rather than one without `mpi` and a second for the MPI tests
+# (the emulated machines' tests are taken from it); without `mpi`, clippy lints the
+# only code that exists only then, and the library with its default features alone.
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -32,24 +33,28 @@ if command -v python3 >/dev/null 2>&1; then
 else
     echo "== test.sh: no python3: the scaling page's check is skipped"
 fi
-# Lints, every target of every package, with the feature `mpi` (the features of the
-# test build below, whose dependencies' checks the docs reuse) and `spmv-peers` (the
-# SpMV example and bench need it; the test build leaves nalgebra out); then without
-# them, the CLI, whose refusal to run under mpirun is the only code that exists only then.
-step cargo clippy --workspace --all-targets --features skelaff/mpi,skelaff/spmv-peers --quiet -- -D warnings
-step cargo clippy -p skelaff --lib --bin skelaff --quiet -- -D warnings
+# Lints, every target of every package, with the features `cli` and `mpi` (the features
+# of the test build below, whose dependencies' checks the docs reuse) and `spmv-peers`
+# (the SpMV example and bench need it; the test build leaves nalgebra out); then without
+# `mpi`, the CLI, whose refusal to run under mpirun is the only code that exists only
+# then; then the library as `cargo add skelaff` builds it: default features only (no
+# CLI, STAMP, plotters or perf-event: the README's "Features").
+step cargo clippy --workspace --all-targets --features skelaff/cli,skelaff/mpi,skelaff/spmv-peers --quiet -- -D warnings
+step cargo clippy -p skelaff --lib --bin skelaff --features cli --quiet -- -D warnings
+step cargo clippy -p skelaff --lib --quiet -- -D warnings
 # No circle of imports between the modules of any crate (every target of
 # every package): fails naming the files and lines that close each one.
 step cargo import-cycles
-# The API docs build without broken or redundant links (with the `mpi` feature,
-# so that the distributed module's docs are checked too).
-step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features skelaff/mpi --quiet
-# Unit, integration and doc tests, with the feature `mpi`: the distributed
+# The API docs build without broken or redundant links (with the features `cli` and
+# `mpi`, so that every optional module's docs are checked too).
+step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features skelaff/cli,skelaff/mpi --quiet
+# Unit, integration and doc tests, with the features `cli` (the `skelaff` binary and
+# its tests) and `mpi`: the distributed
 # operators under mpirun (1-4 ranks, --oversubscribe), the CLI under mpirun,
 # and the doc tests whose compile_fail examples show that `Mpi` and
 # `RankComm` cannot be shared with or moved to another thread. The examples
 # and benches are not built again here: clippy above has type-checked them.
-step cargo test --workspace --lib --bins --tests --features skelaff/mpi --quiet --no-run
+step cargo test --workspace --lib --bins --tests --features skelaff/cli,skelaff/mpi --quiet --no-run
 # The instruction-count guard's build (its own profile, below) compiles
 # while the tests run: they leave a core idle much of the time (one test
 # binary at a time; many wait on threads, timers or mpirun). Its output
@@ -61,8 +66,8 @@ cargo build --quiet -p skelaff-costs --profile costs >"$costs_log" 2>&1 &
 costs_build=$!
 # A step that fails ends the script: the build goes with it.
 trap 'kill "$costs_build" 2>/dev/null || true' EXIT
-step cargo test --workspace --lib --bins --tests --features skelaff/mpi --quiet
-step cargo test --workspace --doc --features skelaff/mpi --quiet
+step cargo test --workspace --lib --bins --tests --features skelaff/cli,skelaff/mpi --quiet
+step cargo test --workspace --doc --features skelaff/cli,skelaff/mpi --quiet
 costs_built() {
     status=0
     wait "$costs_build" || status=$?
@@ -115,5 +120,5 @@ step loom_models
 # run side by side on a clean clone (two cores), the guard took 250 s
 # instead of 113, the models 122 instead of 67, the guests 310 instead of
 # 195: no time saved.
-step "${CARGO_TARGET_DIR:-target}/debug/xtask" numa-vm --features skelaff/mpi
+step "${CARGO_TARGET_DIR:-target}/debug/xtask" numa-vm --features skelaff/cli,skelaff/mpi
 echo "== test.sh: every test passed in $(($(date +%s) - start)) s"

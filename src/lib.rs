@@ -4,26 +4,61 @@
 //!
 //! # The crates
 //!
-//! This umbrella crate re-exports the workspace's crates:
+//! This umbrella crate re-exports the workspace's crates, each behind the
+//! cargo feature named beside it (see "Features" below):
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
-//! - [`arrays`]: Shoal's arrays (single-node, distributed, replicated, partitioned) chosen from access hints.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
 //! - [`worklist`]: the transactional worklist skeleton and the SkelAff heuristic.
-//! - [`stamp`]: the STAMP applications on the skeleton.
-//! - [`spmv`]: MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG.
-//! - [`helpers`]: helper threads that shadow each worker's next unit to prefetch its data.
-//! - [`locality`]: page-access profiles, footprints, locality figures and the NUCA study's placement schemes.
-//! - [`spmv_args`]: the command-line flags the SpMV binaries share.
+//! - [`locality`]: page-access profiles, footprints, locality figures and the
+//!   NUCA study's placement schemes (SVG plots: feature `plots`).
+#![cfg_attr(
+    feature = "arrays",
+    doc = "- [`arrays`] (feature `arrays`, default): Shoal's arrays (single-node, distributed, replicated, partitioned) chosen from access hints."
+)]
+#![cfg_attr(
+    feature = "spmv",
+    doc = "- [`spmv`] (feature `spmv`, default): MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG."
+)]
+#![cfg_attr(
+    feature = "helpers",
+    doc = "- [`helpers`] (feature `helpers`, default): helper threads that shadow each worker's next unit to prefetch its data (perf counters: feature `perf`)."
+)]
+#![cfg_attr(feature = "stamp", doc = "- [`stamp`] (feature `stamp`): the STAMP applications on the skeleton.")]
+#![cfg_attr(feature = "cli", doc = "- [`spmv_args`] (feature `cli`): the command-line flags the SpMV binaries share.")]
 //! - [`performance`]: the performance guide (`docs/performance.md`), no items.
+//!
+//! # Features
+//!
+//! The default features (`arrays`, `spmv`, `helpers`) are the library: no
+//! command line, plotting, compression or perf counters. Every feature is
+//! additive:
+//!
+//! | feature | brings |
+//! |---|---|
+//! | `arrays` (default) | `skelaff::arrays` |
+//! | `spmv` (default) | `skelaff::spmv` |
+//! | `helpers` (default) | `skelaff::helpers` |
+//! | `stamp` | `skelaff::stamp`: the STAMP applications, their flags and input readers (clap, flate2, rand_mt) |
+//! | `plots` | `Footprint::plot_svg` in `skelaff::locality` (plotters) |
+//! | `perf` | perf counters for the helper threads' report (perf-event) |
+//! | `cli` | the `skelaff` binary and `skelaff::spmv_args`: `stamp`, `spmv`, `plots`, `perf`, with clap, serde, indicatif, anyhow |
+//! | `mpi` | distributed SpMV and CG over MPI (the system's OpenMPI) |
+//!
+//! The README's "Features" says what the default build costs.
 
+#[cfg(feature = "cli")]
 pub mod spmv_args;
 
+#[cfg(feature = "arrays")]
 pub use skelaff_arrays as arrays;
+#[cfg(feature = "helpers")]
 pub use skelaff_helper_threads as helpers;
 pub use skelaff_locality as locality;
 pub use skelaff_numa_alloc as numa;
+#[cfg(feature = "spmv")]
 pub use skelaff_spmv as spmv;
+#[cfg(feature = "stamp")]
 pub use skelaff_stamp as stamp;
 /// The word-based STM, transactional allocation and collections: all of
 /// [`skelaff_stm`], with `#[derive(Word)]` generating impls that name the

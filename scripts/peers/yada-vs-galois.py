@@ -3,7 +3,7 @@
 
 Usage:
 
-    cargo build --release --example yada
+    cargo build --release --features stamp --example yada
     python3 scripts/peers/yada-vs-galois.py --galois GALOIS_DIR \\
         [--yada target/release/examples/yada] \\
         [--mesh /work/shared/stamp-inputs/yada/ttimeu100000.2] [--angle 30] \\
@@ -303,7 +303,7 @@ def main():
     if a.rounds < 1 or not threads or any(t < 1 for t in threads):
         p.error("--rounds and every thread count must be at least 1")
     if not os.access(a.yada, os.X_OK):
-        fail(f"{a.yada} is not an executable yada (build it: cargo build --release --example yada)")
+        fail(f"{a.yada} is not an executable yada (build it: cargo build --release --features stamp --example yada)")
     if a.galois:
         if galois_minangle(a.galois) != GALOIS_ANGLE:
             fail(f"{a.galois}: MINANGLE is {galois_minangle(a.galois):g}, not {GALOIS_ANGLE:g}")

@@ -3,8 +3,14 @@
 //! else the software counters that every Linux kernel has (task clock,
 //! page faults). Counters that cannot be opened are reported as such; they
 //! never fail a run.
+//!
+//! The counters need the crate's feature `perf` (the umbrella's `perf`, or
+//! its `cli`). Without it [`ThreadCounters::open`] opens none: its kind is
+//! [`CounterKind::None`] and its note names the feature.
 
+#[cfg(feature = "perf")]
 use perf_event::events::{Cache, CacheOp, CacheResult, Software, WhichCache};
+#[cfg(feature = "perf")]
 use perf_event::{Builder, Counter};
 use skelaff_worklist::CounterFigures;
 
@@ -15,7 +21,8 @@ pub enum CounterKind {
     Hardware,
     /// Only software counters: task clock and page faults.
     Software,
-    /// None (perf events refused, e.g. by `perf_event_paranoid` or seccomp).
+    /// None (perf events refused, e.g. by `perf_event_paranoid` or
+    /// seccomp, or the crate built without its feature `perf`).
     None,
 }
 
@@ -39,11 +46,17 @@ pub enum CounterKind {
 #[derive(Debug)]
 pub struct ThreadCounters {
     kind: CounterKind,
+    #[cfg(feature = "perf")]
     counters: Vec<(Which, Counter)>,
     note: Option<String>,
 }
 
+/// The note of every [`ThreadCounters`] in a build without the feature
+/// `perf` (with it, the notes say why a counter could not be opened).
+pub const NOT_BUILT: &str = "no perf counters: skelaff-helper-threads was built without its feature `perf`";
+
 /// Which figure a counter feeds.
+#[cfg(feature = "perf")]
 #[derive(Debug, Clone, Copy)]
 enum Which {
     LlcMisses,
@@ -52,9 +65,12 @@ enum Which {
     PageFaults,
 }
 
+#[cfg(feature = "perf")]
 const LLC_MISS: Cache = Cache { which: WhichCache::LL, operation: CacheOp::READ, result: CacheResult::MISS };
+#[cfg(feature = "perf")]
 const LLC_ACCESS: Cache = Cache { which: WhichCache::LL, operation: CacheOp::READ, result: CacheResult::ACCESS };
 
+#[cfg(feature = "perf")]
 fn open_one<K: Into<perf_event::events::Event>>(kind: K) -> std::io::Result<Counter> {
     let mut c = Builder::new().kind(kind).build()?;
     c.enable()?;
@@ -65,6 +81,7 @@ impl ThreadCounters {
     /// Opens and enables counters for the calling thread: hardware LLC
     /// read misses and accesses if the machine has them, and task clock and
     /// page faults.
+    #[cfg(feature = "perf")]
     pub fn open() -> ThreadCounters {
         let mut counters = Vec::new();
         let mut note = None;
@@ -97,6 +114,13 @@ impl ThreadCounters {
         ThreadCounters { kind, counters, note }
     }
 
+    /// Opens nothing: the crate was built without its feature `perf`
+    /// (the kind is [`CounterKind::None`], the note [`NOT_BUILT`]).
+    #[cfg(not(feature = "perf"))]
+    pub fn open() -> ThreadCounters {
+        ThreadCounters { kind: CounterKind::None, note: Some(NOT_BUILT.to_owned()) }
+    }
+
     /// Which counters are open.
     pub fn kind(&self) -> CounterKind {
         self.kind
@@ -109,6 +133,7 @@ impl ThreadCounters {
 
     /// The counts since `open` (a counter that is not open or cannot be
     /// read is `None`).
+    #[cfg(feature = "perf")]
     pub fn read(&mut self) -> CounterFigures {
         let mut f = CounterFigures::default();
         for (which, c) in &mut self.counters {
@@ -121,5 +146,11 @@ impl ThreadCounters {
             }
         }
         f
+    }
+
+    /// The counts since `open`: none, without the feature `perf`.
+    #[cfg(not(feature = "perf"))]
+    pub fn read(&mut self) -> CounterFigures {
+        CounterFigures::default()
     }
 }

@@ -11,6 +11,7 @@ mod machine;
 mod migrate;
 mod page_index;
 mod plan;
+#[cfg(feature = "plots")]
 mod plot;
 mod profile;
 mod recorder;

@@ -179,10 +179,10 @@ pub(crate) fn build_c(src: &Sources, work: &Path) -> Result<CPrograms> {
 }
 
 /// Builds skelaff's example binaries of [`APPS`] in release mode (from the
-/// workspace at `root`).
+/// workspace at `root`), with the umbrella's feature `stamp` they require.
 pub(crate) fn build_skelaff(root: &Path) -> Result<PathBuf> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cargo.current_dir(root).args(["build", "--release", "--quiet"]);
+    cargo.current_dir(root).args(["build", "--release", "--quiet", "--features", "stamp"]);
     for app in APPS {
         cargo.args(["--example", app]);
     }
