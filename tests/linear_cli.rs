@@ -232,6 +232,17 @@ fn bad_matrices_and_options_are_refused_with_the_reason() {
 
 /// Under `mpirun` (feature `mpi`) the same commands split the rows over the
 /// ranks and agree with the one-machine run.
+/// `skelaff` under `mpirun` with `np` ranks, which yield while they wait
+/// (`--bind-to none` and as many ranks as CPUs would otherwise spin).
+#[cfg(feature = "mpi")]
+fn mpirun_skelaff(np: &str) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"])
+        .args(["-np", np])
+        .arg(env!("CARGO_BIN_EXE_skelaff"));
+    c
+}
+
 #[cfg(feature = "mpi")]
 #[test]
 fn under_mpirun_results_equal_one_machine() {
@@ -240,19 +251,7 @@ fn under_mpirun_results_equal_one_machine() {
     let one = report(&skelaff(&["cg", a_path.to_str().unwrap(), "--json"]));
     for np in ["2", "3"] {
         let x_path = dir.join(format!("x{np}.mtx"));
-        let out = Command::new("mpirun")
-            .args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "--bind-to",
-                "none",
-                "--mca",
-                "mpi_yield_when_idle",
-                "1",
-                "-np",
-                np,
-            ])
-            .arg(env!("CARGO_BIN_EXE_skelaff"))
+        let out = mpirun_skelaff(np)
             .args(["cg", a_path.to_str().unwrap(), "--out", x_path.to_str().unwrap(), "--json"])
             .output()
             .expect("run mpirun");
@@ -267,22 +266,7 @@ fn under_mpirun_results_equal_one_machine() {
     }
     // A malformed file fails on every rank, each saying why, and nobody hangs.
     let bad = write(&dir, "bad.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 7 1.0\n");
-    let out = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "--mca",
-            "mpi_yield_when_idle",
-            "1",
-            "-np",
-            "2",
-        ])
-        .arg(env!("CARGO_BIN_EXE_skelaff"))
-        .args(["spmv", bad.to_str().unwrap()])
-        .output()
-        .expect("run mpirun");
+    let out = mpirun_skelaff("2").args(["spmv", bad.to_str().unwrap()]).output().expect("run mpirun");
     let err = failure(&out);
     assert!(err.contains("column index 7 is outside 1..=2"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
