@@ -82,9 +82,9 @@ step costs_built
 # by more than 3% (crates/costs says why counts, not timings).
 step cargo run --quiet -p skelaff-costs --profile costs -- check
 # The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
-# reclamation and the thread registry (tests/loom_reclaim.rs, whose *_bites
-# tests show each model fails without the fence after a reader's
-# announcement), assisted execution's ring handshake (tests/loom_assist.rs).
+# reclamation, the thread registry and the solo gate (tests/loom_reclaim.rs,
+# whose *_bites tests show each model fails without the fence after a
+# reader's announcement, or without the gate's check), assisted execution's ring handshake (tests/loom_assist.rs).
 # `--cfg loom` changes every crate it reaches, so they build apart; with the
 # target named, RUSTFLAGS reach only the target's crates, and the build
 # scripts and proc macros of the builds above are used as they are.

@@ -4,8 +4,9 @@
 //!
 //! # The crates
 //!
-//! This umbrella crate re-exports the workspace's crates, each behind the
-//! cargo feature named beside it (see "Features" below):
+//! This umbrella crate re-exports the workspace's crates: the first four
+//! always, the others behind the cargo feature named beside them (see
+//! "Features" below):
 //!
 //! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
@@ -42,7 +43,7 @@
 //! | `stamp` | `skelaff::stamp`: the STAMP applications, their flags and input readers (clap, flate2, rand_mt) |
 //! | `plots` | `Footprint::plot_svg` in `skelaff::locality` (plotters) |
 //! | `perf` | perf counters for the helper threads' report (perf-event) |
-//! | `cli` | the `skelaff` binary and `skelaff::spmv_args`: `stamp`, `spmv`, `plots`, `perf`, with clap, serde, indicatif, anyhow |
+//! | `cli` | the `skelaff` binary and `skelaff::spmv_args`: `stamp`, `spmv`, `plots`, `perf`, with clap, serde, serde_json, plotters, indicatif, anyhow |
 //! | `mpi` | distributed SpMV and CG over MPI (the system's OpenMPI) |
 //!
 //! The README's "Features" says what the default build costs.
@@ -51,14 +52,20 @@
 pub mod spmv_args;
 
 #[cfg(feature = "arrays")]
+#[doc(inline)]
 pub use skelaff_arrays as arrays;
 #[cfg(feature = "helpers")]
+#[doc(inline)]
 pub use skelaff_helper_threads as helpers;
+#[doc(inline)]
 pub use skelaff_locality as locality;
+#[doc(inline)]
 pub use skelaff_numa_alloc as numa;
 #[cfg(feature = "spmv")]
+#[doc(inline)]
 pub use skelaff_spmv as spmv;
 #[cfg(feature = "stamp")]
+#[doc(inline)]
 pub use skelaff_stamp as stamp;
 /// The word-based STM, transactional allocation and collections: all of
 /// [`skelaff_stm`], with `#[derive(Word)]` generating impls that name the
@@ -71,6 +78,7 @@ pub mod stm {
     #[doc(inline)]
     pub use skelaff_stm::*;
 }
+#[doc(inline)]
 pub use skelaff_worklist as worklist;
 
 #[doc = include_str!("../docs/performance.md")]

@@ -4,7 +4,7 @@
 //! [`costs_measured`], the one function callgrind counts.
 
 use skelaff_stamp::vacation::{ClientBench, VacationArgs};
-use skelaff_stm::{Config, TVar, TxError, TxOps, atomically, atomically_with, try_atomically};
+use skelaff_stm::{Config, Solo, TVar, TxError, TxOps, atomically, atomically_with, try_atomically};
 
 use crate::intset::{BrokenSet, Counts, IntSet, Mix, Rng, StmSet, fill};
 
@@ -30,6 +30,9 @@ pub enum ScenarioError {
     /// Vacation's clients could not be set up.
     #[error("setting up vacation's clients")]
     VacationSetup(#[source] skelaff_stamp::AppError),
+    /// The solo gate could not be taken.
+    #[error("taking the STM's solo gate")]
+    Solo(#[source] skelaff_stm::solo::SoloError),
     /// Vacation's tables are inconsistent after the run.
     #[error("vacation's tables after the run: {0}")]
     VacationCheck(String),
@@ -131,7 +134,25 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "vacation-client",
         op: "one vacation client transaction (-n2 -q90 -u98 -r16384: STAMP's vacation-low)",
         ops: 2_000,
-        run: vacation_client,
+        run: |ops| vacation_client(ops, false),
+    },
+    Scenario {
+        name: "read-solo",
+        op: "one solo read (as `read`, in Solo mode with the solo gate held)",
+        ops: 1000 * WORDS as u64,
+        run: reads_solo,
+    },
+    Scenario {
+        name: "commit-solo",
+        op: "one solo transaction incrementing one word (as `commit-update`, solo)",
+        ops: 10_000,
+        run: commit_solo,
+    },
+    Scenario {
+        name: "vacation-client-solo",
+        op: "one vacation client transaction, solo (as `vacation-client`)",
+        ops: 2_000,
+        run: |ops| vacation_client(ops, true),
     },
 ];
 
@@ -232,14 +253,50 @@ fn intset(set: impl IntSet, initial: u64, ops: u64) -> Result<(), ScenarioError>
     check(set.size() as i64 == expected, "the set's size")
 }
 
-fn vacation_client(ops: u64) -> Result<(), ScenarioError> {
+fn vacation_client(ops: u64, solo: bool) -> Result<(), ScenarioError> {
     let args = VacationArgs { number: 2, queries: 90, user: 98, relations: 16384, ..VacationArgs::default() };
     let mut bench = ClientBench::new(&args).map_err(ScenarioError::VacationSetup)?;
     let end = u32::try_from(ops + 1).map_err(|_| ScenarioError::TooManyOperations { ops })?;
-    bench.run(0..1);
-    costs_measured(|| bench.run(1..end));
+    if solo {
+        let _gate = enter_solo()?;
+        let cfg = Config::new().mode::<Solo>();
+        bench.run_with(&cfg, 0..1);
+        costs_measured(|| bench.run_with(&cfg, 1..end));
+    } else {
+        bench.run(0..1);
+        costs_measured(|| bench.run(1..end));
+    }
     // The check describes an inconsistency in words (skelaff-stamp's API).
     bench.check(args.relations).map(drop).map_err(|e| ScenarioError::VacationCheck(e.to_string()))
+}
+
+/// The solo gate, for a scenario that runs solo.
+fn enter_solo() -> Result<skelaff_stm::solo::SoloGuard, ScenarioError> {
+    skelaff_stm::solo::enter().map_err(ScenarioError::Solo)
+}
+
+fn reads_solo(ops: u64) -> Result<(), ScenarioError> {
+    let words = spread_words(WORDS);
+    let _gate = enter_solo()?;
+    let cfg = Config::new().mode::<Solo>();
+    let read_all = || atomically_with(&cfg, |tx| words.iter().try_fold(0u64, |s, w| Ok(s + tx.read(&w[0])?)));
+    let expected = read_all();
+    let rounds = ops / WORDS as u64;
+    let sums = costs_measured(|| (0..rounds).map(|_| read_all()).sum::<u64>());
+    check(sums == expected * rounds, "the reads' sums")
+}
+
+fn commit_solo(ops: u64) -> Result<(), ScenarioError> {
+    let v = TVar::new(0u64);
+    let _gate = enter_solo()?;
+    let cfg = Config::new().mode::<Solo>();
+    atomically_with(&cfg, |tx| tx.update(&v, |x| x + 1));
+    costs_measured(|| {
+        for _ in 0..ops {
+            atomically_with(&cfg, |tx| tx.update(&v, |x| x + 1));
+        }
+    });
+    check(v.load() == ops + 1, "the counter")
 }
 
 fn check(ok: bool, what: &'static str) -> Result<(), ScenarioError> {

@@ -47,6 +47,11 @@ pub struct CommonArgs {
     /// Shuffle the seed units with this seed (the paper shuffles inputs); 0 keeps their order.
     #[arg(long, default_value_t = 1)]
     pub shuffle: u64,
+    /// With one worker, run its transactions solo (true: the STM's solo
+    /// gate; no lock checks, locks or validation) or with the plain protocol
+    /// (false, for comparisons).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub solo: bool,
     /// Run the sequential version (one thread, no transactions) instead.
     #[arg(long)]
     pub sequential: bool,
@@ -107,6 +112,7 @@ impl Default for CommonArgs {
             mapping: ThreadMapping::Scatter,
             affinity: false,
             shuffle: 1,
+            solo: true,
             sequential: false,
             json: false,
             profile: None,
@@ -131,6 +137,7 @@ impl CommonArgs {
             .mapping(self.mapping)
             .affinity_scheduling(self.affinity)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
+            .solo(self.solo)
             .access_profile(self.profile.is_some().then_some(self.sampling()))
             .migration(self.migrate.then(skelaff_locality::MigrationRule::default))
             .oracle(self.oracle_stretch())

@@ -18,6 +18,7 @@ pub mod raw;
 mod raw;
 mod runtime;
 pub mod sampler;
+pub mod solo;
 mod stats;
 #[cfg(not(loom))]
 mod sys;
@@ -31,7 +32,7 @@ pub use config::{Config, ContentionManager};
 pub use engine::clock;
 pub use erased::ErasedBox;
 pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError, UnknownName};
-pub use mode::{Assisted, Mode, ModeFn, Plain, ReadOnly, Sampled, SampledAssisted, mode_name, with_mode};
+pub use mode::{Assisted, Mode, ModeFn, Plain, ReadOnly, Sampled, SampledAssisted, Solo, mode_name, with_mode};
 #[cfg(feature = "fault-injection")]
 pub use runtime::api::inject_aux_fault;
 pub use runtime::api::{assist_pairing, atomically, atomically_with, startup, try_atomically, try_atomically_with};
@@ -46,7 +47,7 @@ pub mod assist_ring {
 /// Hooks for the loom models (loom builds only).
 #[cfg(loom)]
 pub mod loom_hooks {
-    pub use crate::runtime::loom_hooks::{collect_garbage, exit_thread, without_start_fence};
+    pub use crate::runtime::loom_hooks::{collect_garbage, exit_thread, without_solo_gate, without_start_fence};
 }
 pub use runtime::thread::in_transaction;
 pub use runtime::tx::Tx;

@@ -20,6 +20,7 @@
 //! | [`Assisted`] | no | yes |
 //! | [`SampledAssisted`] | yes | yes |
 //! | [`ReadOnly`] | no | no; and no read set (see below) |
+//! | [`Solo`] | no | no; and, while the thread holds the solo gate, no lock checks, locks or validation |
 //!
 //! [`ReadOnly`] is a hint for transactions that only read (a lookup): they
 //! run TL2's read-only protocol, which records no read set and never
@@ -28,6 +29,14 @@
 //! instead of extending it. If such a transaction writes after all, the
 //! attempt is rolled back ([`AbortReason::ReadOnlyUpgrade`](crate::AbortReason::ReadOnlyUpgrade))
 //! and the transaction runs again as a plain one, recording its reads.
+//!
+//! [`Solo`] is for a thread that runs transactions alone: a worklist run
+//! with one worker. While the thread holds the [solo gate](crate::solo)
+//! (which keeps every other transaction of the process out), its attempts
+//! read words directly, buffer writes as always and write them back at
+//! commit without locking, advancing the clock or validating; without the
+//! gate (never taken, or given back because another thread wanted to run
+//! a transaction) they are plain.
 //!
 //! Code generic over [`TxOps`](crate::TxOps) (the collections, a
 //! worklist's `process`) runs in every mode unchanged; a caller that picks
@@ -62,7 +71,7 @@ mod sealed {
 
 /// A transaction's instrumentation, fixed for the whole transaction (see
 /// the [module docs](self)). Implemented by [`Plain`], [`Sampled`],
-/// [`Assisted`] and [`SampledAssisted`] only.
+/// [`Assisted`], [`SampledAssisted`], [`ReadOnly`] and [`Solo`] only.
 pub trait Mode: sealed::Sealed + Debug + Default + Copy + Eq + Send + Sync + 'static {
     /// Accesses tick this thread's access sampler (which records only
     /// while [enabled](crate::sampler::enable)).
@@ -71,6 +80,9 @@ pub trait Mode: sealed::Sealed + Debug + Default + Copy + Eq + Send + Sync + 'st
     const ASSISTED: bool;
     /// Attempts run read-only (no read set) until one writes.
     const READ_ONLY: bool;
+    /// Attempts run the solo protocol while this thread holds the
+    /// [solo gate](crate::solo) (reads check no lock; commits lock nothing and skip validation).
+    const SOLO: bool;
     /// This mode with sampling on.
     type WithSampling: Mode;
     /// This mode with assisted validation on.
@@ -79,7 +91,7 @@ pub trait Mode: sealed::Sealed + Debug + Default + Copy + Eq + Send + Sync + 'st
 
 macro_rules! modes {
     ($($(#[$doc:meta])* $name:ident: sampled $s:literal, assisted $a:literal, read_only $r:literal,
-       with_s $ws:ident, with_a $wa:ident;)*) => {$(
+       solo $solo:literal, with_s $ws:ident, with_a $wa:ident;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
         pub struct $name;
@@ -88,6 +100,7 @@ macro_rules! modes {
             const SAMPLED: bool = $s;
             const ASSISTED: bool = $a;
             const READ_ONLY: bool = $r;
+            const SOLO: bool = $solo;
             type WithSampling = $ws;
             type WithAssist = $wa;
         }
@@ -96,21 +109,25 @@ macro_rules! modes {
 
 modes! {
     /// No instrumentation: the accesses are the protocol's and nothing else.
-    Plain: sampled false, assisted false, read_only false,
+    Plain: sampled false, assisted false, read_only false, solo false,
         with_s Sampled, with_a Assisted;
     /// Every access ticks the thread's access sampler.
-    Sampled: sampled true, assisted false, read_only false,
+    Sampled: sampled true, assisted false, read_only false, solo false,
         with_s Sampled, with_a SampledAssisted;
     /// Reads are validated by an auxiliary thread as well (STM²; see
     /// [`Assist`](crate::Assist)).
-    Assisted: sampled false, assisted true, read_only false,
+    Assisted: sampled false, assisted true, read_only false, solo false,
         with_s SampledAssisted, with_a Assisted;
     /// Sampled and assisted.
-    SampledAssisted: sampled true, assisted true, read_only false,
+    SampledAssisted: sampled true, assisted true, read_only false, solo false,
         with_s SampledAssisted, with_a SampledAssisted;
     /// Read-only first: no read set, no validation (see the module docs);
     /// sampling or assistance turn the hint off.
-    ReadOnly: sampled false, assisted false, read_only true,
+    ReadOnly: sampled false, assisted false, read_only true, solo false,
+        with_s Sampled, with_a Assisted;
+    /// Solo when the thread holds the [solo gate](crate::solo), plain
+    /// otherwise (see the module docs); sampling or assistance turn it off.
+    Solo: sampled false, assisted false, read_only false, solo true,
         with_s Sampled, with_a Assisted;
 }
 
@@ -128,6 +145,9 @@ modes! {
 pub const fn mode_name<M: Mode>() -> &'static str {
     if M::READ_ONLY {
         return "read-only";
+    }
+    if M::SOLO {
+        return "solo";
     }
     match (M::SAMPLED, M::ASSISTED) {
         (false, false) => "plain",

@@ -458,6 +458,26 @@ impl TxState {
         self.read_unlogged_slow(w)
     }
 
+    /// Reads `w` in a solo attempt: as [`TxState::read`] (the write set,
+    /// then the word, recorded in the read set) without its lock and
+    /// version checks, which hold anyway while no other thread commits or
+    /// stores (the solo gate). So the attempt can go on plain, and be
+    /// validated, if the gate is given back midway.
+    ///
+    /// # Safety
+    ///
+    /// As [`TxState::read`].
+    #[inline(always)]
+    pub unsafe fn read_solo(&mut self, w: &VWord) -> u64 {
+        if !self.writes.is_empty() {
+            if let Some(i) = self.writes.find(w as *const VWord as usize) {
+                return self.writes.entries[i].value;
+            }
+        }
+        self.reads.push(&w.lock);
+        w.value.load(Ordering::Acquire)
+    }
+
     #[inline(never)]
     fn read_unlogged_slow(&self, w: &VWord) -> Result<u64, AbortReason> {
         let (v, l) = consistent_load(w)?;
@@ -583,6 +603,38 @@ impl TxState {
         r
     }
 
+    /// Commits a solo attempt: stores the write set back without locking,
+    /// moving the clock or validating, and calls `released` with each
+    /// written word's (unchanged) lock. Returns [`Committed::Wrote`] with the
+    /// snapshot bound when it wrote. The attempt has ended.
+    ///
+    /// # Safety
+    ///
+    /// From this attempt's begin to this call's return no other thread ran
+    /// a transaction on `e`'s words or stored to them (the solo gate), and
+    /// every read was [`TxState::read_solo`] or [`TxState::read`]; else a
+    /// reader could see a half-written set of words whose versions say
+    /// nothing changed.
+    #[inline]
+    pub unsafe fn commit_solo(&mut self, mut released: impl FnMut(&AtomicU64)) -> Committed {
+        let r = if self.writes.is_empty() {
+            Committed::ReadOnly
+        } else {
+            for entry in &self.writes.entries {
+                // SAFETY: the type invariant: `entry.word` was recorded by
+                // `write` in this attempt, whose caller keeps the word
+                // alive and in place until the attempt ends; we are inside it.
+                let w = unsafe { &*entry.word };
+                w.value.store(entry.value, Ordering::Release);
+                released(&w.lock);
+            }
+            Committed::Wrote(self.rv)
+        };
+        self.reads.clear();
+        self.writes.clear();
+        r
+    }
+
     fn commit_writes(
         &mut self,
         e: &Engine,
@@ -661,79 +713,5 @@ impl TxState {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn words_and_locks_share_a_line() {
-        assert_eq!(core::mem::size_of::<VWord>(), 16);
-        assert_eq!(core::mem::align_of::<VWord>(), 16);
-        let words: Vec<VWord> = (0..64).map(VWord::new).collect();
-        for w in &words {
-            assert_eq!(w.value() as *const AtomicU64 as usize / 64, w.lock() as *const AtomicU64 as usize / 64);
-        }
-    }
-
-    #[test]
-    fn read_your_writes_and_commit() {
-        let e = Engine::new();
-        let words: Vec<VWord> = (0..40).map(VWord::new).collect();
-        let mut t = TxState::new(1);
-        t.begin(&e);
-        for (i, w) in words.iter().enumerate() {
-            // SAFETY: `words` outlives the attempt and does not move.
-            assert_eq!(unsafe { t.read(&e, w) }.unwrap(), i as u64);
-            // SAFETY: as above.
-            unsafe { t.write(w, 100 + i as u64) };
-        }
-        for (i, w) in words.iter().enumerate() {
-            // SAFETY: as above.
-            assert_eq!(unsafe { t.read(&e, w) }.unwrap(), 100 + i as u64, "read-after-write through the index");
-        }
-        assert_eq!(t.commit(&e).unwrap(), Committed::Wrote(1));
-        assert_eq!((t.read_set_len(), t.write_set_len()), (0, 0), "a committed attempt keeps no address");
-        for (i, w) in words.iter().enumerate() {
-            assert_eq!(w.value().load(Ordering::Relaxed), 100 + i as u64);
-            assert_eq!(w.lock().load(Ordering::Relaxed), unlocked(1));
-        }
-    }
-
-    #[test]
-    fn stale_read_set_fails_commit_and_releases_locks() {
-        let e = Engine::new();
-        let (a, b) = (VWord::new(1), VWord::new(2));
-        let mut t1 = TxState::new(1);
-        let mut t2 = TxState::new(2);
-        t1.begin(&e);
-        // SAFETY: `a` and `b` outlive both attempts and do not move.
-        assert_eq!(unsafe { t1.read(&e, &a) }.unwrap(), 1);
-        t2.begin(&e);
-        // SAFETY: as above.
-        unsafe { t2.write(&a, 10) };
-        t2.commit(&e).unwrap();
-        // SAFETY: as above.
-        unsafe { t1.write(&b, 20) };
-        assert_eq!(t1.commit(&e), Err(AbortReason::ValidateOnCommit));
-        assert_eq!(b.value().load(Ordering::Relaxed), 2);
-        assert!(!is_locked(a.lock().load(Ordering::Relaxed)) && !is_locked(b.lock().load(Ordering::Relaxed)));
-    }
-
-    #[test]
-    fn snapshot_extends_when_unrelated_words_change() {
-        let e = Engine::new();
-        let (a, b) = (VWord::new(0), VWord::new(0));
-        let mut t1 = TxState::new(1);
-        let mut t2 = TxState::new(2);
-        t1.begin(&e);
-        // SAFETY: `a` and `b` outlive both attempts and do not move.
-        unsafe { t1.read(&e, &a) }.unwrap();
-        t2.begin(&e);
-        // SAFETY: as above.
-        unsafe { t2.write(&b, 5) };
-        t2.commit(&e).unwrap();
-        // b is newer than t1's snapshot, but a did not change: extend.
-        // SAFETY: as above.
-        assert_eq!(unsafe { t1.read(&e, &b) }.unwrap(), 5);
-        assert_eq!(t1.rv(), 1);
-    }
-}
+#[path = "raw_tests.rs"]
+mod tests;

@@ -1,14 +1,15 @@
 //! Transactional variables: the word a transaction reads and writes, and
 //! what may be done with it outside a transaction.
 //!
-//! Below the runtime and [`TxOps`](crate::TxOps): a `TVar` knows the global
-//! engine (a non-transactional store is a one-word commit) and nothing of
-//! transactions; its `read`/`write` shorthands live with `TxOps`.
+//! Below the runtime and [`TxOps`](crate::TxOps): a `TVar` knows nothing
+//! of transactions; its `read`/`write` shorthands live with `TxOps`, and
+//! its non-transactional [`store`](TVar::store) (a one-word commit, which
+//! waits for the solo gate as a transaction does) with the runtime's entry
+//! points.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::engine::engine;
 use crate::lockword::is_locked;
 use crate::primitive::{AtomicU64, Ordering};
 use crate::raw::VWord;
@@ -68,21 +69,6 @@ impl<T: Word> TVar<T> {
     #[inline(always)]
     pub fn load(&self) -> T {
         T::from_word(self.word.value().load(Ordering::Acquire))
-    }
-
-    /// Stores `value` outside any transaction, as a transaction of one write
-    /// would: running transactions see it atomically (those that read the
-    /// variable before will fail validation).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let v = skelaff_stm::TVar::new(1u32);
-    /// v.store(2);
-    /// assert_eq!(v.load(), 2);
-    /// ```
-    pub fn store(&self, value: T) {
-        engine().store_single(&self.word, value.to_word(), 0);
     }
 
     /// Consumes the variable and returns its value.

@@ -159,6 +159,8 @@ pub struct Builder {
     pub(crate) oracle: Option<OracleStretch>,
     /// Every run creates and joins its own threads (no process-wide pool).
     pub(crate) per_run_threads: bool,
+    /// A run with one worker takes the STM's solo gate.
+    pub(crate) solo: bool,
 }
 
 impl Default for Builder {
@@ -185,6 +187,7 @@ impl Builder {
             migration: None,
             oracle: None,
             per_run_threads: false,
+            solo: true,
         }
     }
 
@@ -303,6 +306,23 @@ impl Builder {
     /// want no thread of the skeleton's left between runs.
     pub fn per_run_threads(mut self, on: bool) -> Self {
         self.per_run_threads = on;
+        self
+    }
+
+    /// Whether a run with one worker runs its transactions solo (default
+    /// `true`): the worker takes the STM's [solo gate](skelaff_stm::solo)
+    /// for the run, so its reads check no lock and its commits take none and
+    /// never validate, while transactions of other threads of the process
+    /// wait for the gate (and, by waiting, make the worker give it back
+    /// and go on with the plain protocol). Not with assisted transactions
+    /// or an access profile, which keep their own modes. The report's
+    /// decisions say whether the worker ran solo and whether it gave the
+    /// gate back. `false` runs the plain protocol, for comparisons, and
+    /// for a skeleton whose `process` waits for transactions of threads
+    /// of its own (they would wait for the gate, which the worker gives
+    /// back only between units).
+    pub fn solo(mut self, on: bool) -> Self {
+        self.solo = on;
         self
     }
 

@@ -428,6 +428,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
     /// the layout's decisions, the migration thread.
     fn prepare(data: H, cfg: &Builder, mut seeds: Vec<S::Unit>, pool: &WorkerPool) -> Result<Self, Error> {
         let began = Instant::now();
+        skelaff_stm::solo::give_back(); // else a nested run's workers would wait for a solo worker
         let topo = Topology::get()?;
         let threads = pool.threads();
         if let Some(seed) = cfg.shuffle {
@@ -446,6 +447,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
             start: Instant::now(),
             stm: cfg.stm,
             assisted: cfg.assisted,
+            solo: cfg.solo && threads == 1,
             policy: cfg.policy,
             allowed_nodes: topo.allowed_nodes(),
             page_size: topo.page_size(),

@@ -10,7 +10,7 @@ use crossbeam_utils::Backoff;
 use parking_lot::Mutex;
 use skelaff_locality::Sampling;
 use skelaff_numa_alloc::{NodeSet, Policy};
-use skelaff_stm::{Assisted, Mode, Plain, Sampled, SampledAssisted, Stats, atomically_with};
+use skelaff_stm::{Assisted, Mode, Plain, Sampled, SampledAssisted, Solo, Stats, atomically_with};
 
 use crate::access_profile::{FinishedSampler, WorkerSampler};
 use crate::affinity::{AffinityFigures, Home, Resolver};
@@ -103,6 +103,8 @@ pub(crate) struct RunState<S: Skeleton, H: Hold<S>> {
     pub(crate) stm: skelaff_stm::Config,
     /// The workers' transactions are assisted.
     pub(crate) assisted: bool,
+    /// The one worker of the run takes the solo gate (see `Builder::solo`).
+    pub(crate) solo: bool,
     pub(crate) policy: PagePolicy,
     pub(crate) allowed_nodes: NodeSet,
     pub(crate) page_size: usize,
@@ -189,6 +191,20 @@ pub(crate) fn worker<S: Skeleton, H: Hold<S>, A: Assist<S>>(
 ) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
     let cfg = state.stm;
     match (state.access_profile.is_some(), state.assisted) {
+        (false, false) if state.solo => match skelaff_stm::solo::enter() {
+            Ok(gate) => {
+                state.decide(Some(info.index), Decision::Solo);
+                let r = worker_in(state, &cfg.mode::<Solo>(), info, queue, assist, channel, assisted);
+                if gate.given_back() {
+                    state.decide(Some(info.index), Decision::SoloGivenBack);
+                }
+                r
+            }
+            Err(e) => {
+                state.decide(Some(info.index), Decision::SoloRefused { reason: e.to_string() });
+                worker_in(state, &cfg.mode::<Plain>(), info, queue, assist, channel, assisted)
+            }
+        },
         (false, false) => worker_in(state, &cfg.mode::<Plain>(), info, queue, assist, channel, assisted),
         (true, false) => worker_in(state, &cfg.mode::<Sampled>(), info, queue, assist, channel, assisted),
         (false, true) => worker_in(state, &cfg.mode::<Assisted>(), info, queue, assist, channel, assisted),

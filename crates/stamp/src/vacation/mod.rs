@@ -439,9 +439,16 @@ impl ClientBench {
     /// Runs client transactions `range` (the request of transaction `i`
     /// depends on `i` and the seed only), one transaction each.
     pub fn run(&mut self, range: std::ops::Range<u32>) {
+        self.run_with(&skelaff_stm::Config::DEFAULT, range);
+    }
+
+    /// [`ClientBench::run`] with the transactions in `cfg`'s mode (a
+    /// [`Solo`](skelaff_stm::Solo) one runs solo while the thread holds
+    /// the [solo gate](skelaff_stm::solo)).
+    pub fn run_with<M: skelaff_stm::Mode>(&mut self, cfg: &skelaff_stm::Config<M>, range: std::ops::Range<u32>) {
         let (manager, workload, anomalies) = (&self.manager, &self.workload, &mut self.anomalies);
         for i in range {
-            atomically(|tx| workload.run(&mut TxTables { tx, m: manager, anomalies }, i));
+            skelaff_stm::atomically_with(cfg, |tx| workload.run(&mut TxTables { tx, m: manager, anomalies }, i));
         }
     }
 

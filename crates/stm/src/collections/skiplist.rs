@@ -19,7 +19,7 @@
 //! # Levels
 //!
 //! A new node's level is drawn from a thread-local xorshift (seeded once
-//! per thread from the address of its state): level `l` with probability
+//! per thread, from a count of the threads that drew before it): level `l` with probability
 //! `2^-l`, capped at [`MAX_LEVEL`]. No shared state, so two inserts never
 //! conflict over the draw; and no `Hash` bound on the key: a hash of the
 //! key would have made the shape reproducible, but needed a bound that
@@ -43,6 +43,7 @@ use core::fmt;
 use core::marker::PhantomData;
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -174,9 +175,12 @@ fn random_level() -> usize {
         .try_with(|s| {
             let mut x = s.get();
             if x == 0 {
-                // The state's own address differs between live threads;
+                // One seed per thread, in the order threads first draw
+                // (not from an address: the instruction-count guard needs
+                // the same shape whatever the build's memory layout);
                 // splitmix64's finalizer spreads it over the word.
-                let mut z = (s.as_ptr() as usize as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+                static SEEDS: AtomicU64 = AtomicU64::new(0);
+                let mut z = SEEDS.fetch_add(1, Ordering::Relaxed).wrapping_add(0x9e37_79b9_7f4a_7c15);
                 z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
                 z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
                 x = (z ^ (z >> 31)) | 1;

@@ -3,12 +3,54 @@
 
 use crate::assist::{AssistPairing, AssistUnavailable, AuxPlacement};
 use crate::config::Config;
+use crate::engine::engine;
 use crate::error::TxError;
 use crate::mode::Mode;
+use crate::tvar::TVar;
+use crate::word::Word;
 
 use super::registry::registry;
-use super::thread::with_tx;
+use super::solo;
+use super::thread::{in_transaction, this_owner, this_record, with_tx};
 use super::tx::Tx;
+
+impl<T: Word> TVar<T> {
+    /// Stores `value` outside any transaction, as a transaction of one write
+    /// would: running transactions see it atomically (those that read the
+    /// variable before will fail validation). Like a transaction, it waits
+    /// while another thread holds the [solo gate](crate::solo).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let v = skelaff_stm::TVar::new(1u32);
+    /// v.store(2);
+    /// assert_eq!(v.load(), 2);
+    /// ```
+    pub fn store(&self, value: T) {
+        let word = value.to_word();
+        if in_transaction() {
+            // Inside a transaction of this thread, which is announced and
+            // past the gate.
+            engine().store_single(self.vword(), word, 0);
+            return;
+        }
+        let record = this_record();
+        let me = this_owner();
+        // Announced as a transaction (the gate's check needs it; see the
+        // `solo` module), for the lock-store-release of one word.
+        loop {
+            record.announce_tx(engine().now());
+            if solo::clear_for(me) {
+                break;
+            }
+            record.end_tx();
+            solo::wait_open();
+        }
+        engine().store_single(self.vword(), word, 0);
+        record.end_tx();
+    }
+}
 
 /// Prepares the STM for its first transaction: sets up the thread
 /// registry (1023 records, once per process). Every transaction does this

@@ -3,6 +3,7 @@
 //! and the end of a model thread.
 
 use super::registry::START_FENCE_REMOVED;
+use super::solo::GATE_CHECK_REMOVED;
 use super::thread::{with_thread, with_tx};
 
 /// Runs `f` (a loom model) with the SeqCst fence after an announcement —
@@ -19,6 +20,22 @@ pub fn without_start_fence<R>(f: impl FnOnce() -> R) -> R {
         }
     }
     START_FENCE_REMOVED.with(|c| c.set(true));
+    let _restore = Restore;
+    f()
+}
+
+/// Runs `f` (a loom model) with the solo gate's check at a transaction's
+/// start removed: transactions of other threads run beside a solo one.
+/// Covers the models `f` runs on the calling test thread, as
+/// [`without_start_fence`].
+pub fn without_solo_gate<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GATE_CHECK_REMOVED.with(|c| c.set(false));
+        }
+    }
+    GATE_CHECK_REMOVED.with(|c| c.set(true));
     let _restore = Restore;
     f()
 }

@@ -11,6 +11,7 @@
 //! | `registry` | the thread records: announced starts, counters, owner ids |
 //! | `reclaim` | epoch reclamation: stamping, collecting, orphans |
 //! | `retry` | waiting for a change, and waking the waiters |
+//! | `solo` | the solo gate: one thread's transactions alone, the others waiting |
 //! | `contention` | what a transaction does after a conflict |
 //! | `assist` | assisted execution: the auxiliary thread and its ring |
 //! | `tx` | the descriptor: runs a closure as a transaction; `TxOps` |
@@ -34,5 +35,6 @@ mod reclaim;
 pub(crate) mod registry;
 mod retry;
 pub(crate) mod sampling;
+pub(crate) mod solo;
 pub(crate) mod thread;
 pub(crate) mod tx;

@@ -98,6 +98,13 @@ impl ThreadRecord {
         self.tx_start.store(INACTIVE, Ordering::Release);
     }
 
+    /// The announced start of this record's transaction (INACTIVE if none),
+    /// by an acquire load: its end orders all it did before what follows.
+    #[inline]
+    pub(crate) fn tx_start(&self) -> u64 {
+        self.tx_start.load(Ordering::Acquire)
+    }
+
     /// An outermost epoch guard taken at `start`: announce it, then fence.
     #[inline]
     pub(crate) fn announce_guard(&self, start: u64) {

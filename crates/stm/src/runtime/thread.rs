@@ -94,6 +94,12 @@ pub(crate) fn this_record() -> &'static ThreadRecord {
     with_thread(ThreadState::record)
 }
 
+/// The calling thread's owner id: its record number + 1 (registering it
+/// on first use).
+pub(crate) fn this_owner() -> u64 {
+    with_thread(|t| t.record_no() as u64 + 1)
+}
+
 /// Whether the calling thread is inside a transaction.
 ///
 /// # Examples

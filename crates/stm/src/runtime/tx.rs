@@ -24,6 +24,7 @@ use super::reclaim::Garbage;
 use super::registry::{ThreadRecord, registry};
 use super::retry::{self, Slots};
 use super::sampling::{AccessKind, Sampler};
+use super::solo;
 
 /// A running transaction, handed to the closure of
 /// [`atomically`](crate::atomically) as `&mut Tx<'tcell>`. Use it through
@@ -88,6 +89,10 @@ pub(crate) struct TxCore {
     logging: bool,
     /// The throttling levers of this transaction (when `assisted`).
     throttle: Throttle,
+    /// This transaction's attempts run solo (a [`Solo`](crate::Solo)-mode
+    /// transaction on the thread holding the solo gate), as long as the
+    /// thread keeps the gate (see `solo::running`).
+    solo: bool,
 }
 
 impl<'tcell, M: Mode> Tx<'tcell, M> {
@@ -172,6 +177,7 @@ impl TxCore {
             assisted: false,
             logging: true,
             throttle: Throttle::NONE,
+            solo: false,
         }
     }
 
@@ -224,12 +230,35 @@ impl TxCore {
 
     /// First attempt: announce the start (with the fence that pairs with
     /// reclamation; see the registry's docs), then begin.
+    ///
+    /// Then the solo gate: if another thread holds it, the announcement is
+    /// withdrawn and the transaction waits for the gate to open before it
+    /// reads anything (see the `solo` module).
     #[inline]
     fn begin_first<M: Mode>(&mut self) {
-        let s = engine().now();
+        let mut s = engine().now();
         self.record.announce_tx(s);
+        if !solo::clear_for(self.st.owner()) {
+            s = self.wait_for_gate();
+        }
         self.st.begin_at(s);
         self.assist_begin::<M>();
+    }
+
+    /// The solo gate is held by another thread: withdraw the announcement,
+    /// wait until the gate opens, announce again; the new start.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_gate(&mut self) -> u64 {
+        loop {
+            self.record.end_tx();
+            solo::wait_open();
+            let s = engine().now();
+            self.record.announce_tx(s);
+            if solo::clear_for(self.st.owner()) {
+                return s;
+            }
+        }
     }
 
     /// A later attempt: the record already protects an older start, so
@@ -277,6 +306,22 @@ impl TxCore {
                 retry::released(lock);
             }
         };
+        if M::SOLO && self.solo && solo::running() {
+            // SAFETY: this thread has held the solo gate since before this
+            // attempt began: `solo` was set by `solo::start_solo` at the
+            // transaction's start, and the gate is still `Running` here, so
+            // it was not given back since (a guard dropped meanwhile gives
+            // it back only at `finish`; `give_back` and `retry` leave
+            // `Running`, after which this branch is not taken). So no other
+            // transaction or `TVar::store` has run since the attempt began
+            // (see the `solo` module), and its reads were `read_solo` or
+            // plain ones.
+            let c = unsafe { self.st.commit_solo(bump) };
+            if wake && matches!(c, Committed::Wrote(_)) {
+                retry::wake_waiters();
+            }
+            return Ok(c);
+        }
         let r = match (&mut self.assist, M::ASSISTED && self.assisted) {
             (AssistSlot::Active(a), true) => {
                 let throttle = self.throttle;
@@ -352,6 +397,16 @@ impl TxCore {
         self.begin_again::<M>();
     }
 
+    /// A solo attempt asked to `retry`: nobody else can change what it
+    /// read while the gate is held, so give the gate back (for good: the
+    /// transaction goes on plain), then wait as a plain one does.
+    #[cold]
+    fn leave_solo<M: Mode>(&mut self) {
+        self.solo = false;
+        solo::give_back();
+        self.retry_later::<M>();
+    }
+
     /// `retry`: register on the wake slots of what was read while the
     /// transaction still protects it, validate (something read may have
     /// changed already: then run again at once), roll back, and wait until
@@ -386,6 +441,10 @@ impl TxCore {
     /// garbage is collected when enough has piled up.
     #[inline]
     fn finish<M: Mode>(&mut self) {
+        if M::SOLO && self.solo {
+            self.solo = false;
+            solo::end_solo();
+        }
         self.assist_end::<M>();
         self.record.end_tx();
         if self.garbage.wants_collect() {
@@ -405,6 +464,9 @@ impl TxCore {
     {
         self.assisted = self.use_assist(cfg);
         self.logging = !M::READ_ONLY;
+        if M::SOLO {
+            self.solo = solo::start_solo();
+        }
         self.begin_first::<M>();
         let g = AttemptGuard::<M> { tx: self, _mode: PhantomData };
         let mut attempt = 0u32;
@@ -415,6 +477,7 @@ impl TxCore {
                 match sig {
                     TxError::Conflict(AbortReason::ReadOnlyUpgrade) => tx.upgrade::<M>(),
                     TxError::Conflict(reason) => tx.conflict(reason, cfg, &mut attempt),
+                    TxError::Retry if M::SOLO && tx.solo => tx.leave_solo::<M>(),
                     TxError::Retry => tx.retry_later::<M>(),
                     TxError::Stop(reason) => {
                         panic!(
@@ -495,6 +558,19 @@ impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &'tcell TVar<T>) -> Result<T, TxError> {
         let core = &mut self.core;
+        if M::SOLO && core.solo {
+            if solo::running() {
+                // No lock to check: no other transaction runs while the gate
+                // is held (the attempt commits with `commit_solo`).
+                // SAFETY: as for the plain read below (`read_solo` records
+                // `var`'s lock in the read set as `read` does).
+                return Ok(T::from_word(unsafe { core.st.read_solo(var.vword()) }));
+            }
+            // The gate was given back during this attempt (`solo::give_back`):
+            // its reads so far are valid plain reads at its snapshot; the
+            // rest of it is plain, and its commit validates them all.
+            core.solo = false;
+        }
         // `M::SAMPLED` and `M::ASSISTED` are constants: a plain transaction's
         // read is the protocol's read and nothing else.
         if M::SAMPLED && core.sampler.enabled && core.sampler.tick() {

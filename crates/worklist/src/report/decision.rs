@@ -94,6 +94,18 @@ pub enum Decision {
         /// The panic message.
         message: String,
     },
+    /// The run's one worker holds the STM's solo gate: its transactions
+    /// check no lock when they read, take none to commit and never validate.
+    Solo,
+    /// The solo worker gave the gate back (another thread's transaction
+    /// waited for it, or a transaction waited in `retry`): its transactions
+    /// from then on ran the plain protocol.
+    SoloGivenBack,
+    /// The solo gate could not be taken: the worker runs the plain protocol.
+    SoloRefused {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Decision {
@@ -126,6 +138,13 @@ impl fmt::Display for Decision {
             Decision::HelperPanicked { message } => {
                 write!(f, "helper stopped by a panic: {message}; the worker goes on alone")
             }
+            Decision::Solo => {
+                f.write_str("one worker: its transactions run solo (no lock checks, locks or validation)")
+            }
+            Decision::SoloGivenBack => {
+                f.write_str("solo gate given back (another thread's transaction waited): the plain protocol from here")
+            }
+            Decision::SoloRefused { reason } => write!(f, "solo gate not taken ({reason}): the plain protocol"),
         }
     }
 }

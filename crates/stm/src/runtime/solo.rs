@@ -1,0 +1,248 @@
+//! The solo gate: one thread at a time may run its transactions alone,
+//! without read sets, locks or validation, while every other thread's
+//! transaction waits at its start (see the public [`solo`](crate::solo)
+//! module for what users see).
+//!
+//! # The protocol
+//!
+//! The gate is one word, `owner`: 0 when open, else the owner id of the
+//! thread that holds it. A thread enters by a CAS from 0 to its id, then
+//! the reclaimer's fence (`membarrier`, or a SeqCst fence), then waits
+//! until every other record announces no transaction. A transaction's
+//! first attempt announces its start (the registry's announcement, with
+//! its fence) and then loads `owner` (acquire): another id there means it
+//! ends its announcement, counts itself in `waiting`, waits until the gate
+//! opens, and starts again. Of the two fences one comes first (the
+//! argument of the registry's docs, word for word with the CAS in place of
+//! the unlink): either the entering thread's scan sees the announcement
+//! and waits for that transaction to end (its end is a release store, read
+//! with acquire, so all that transaction did happens before the solo
+//! thread's reads), or the transaction's load sees the owner and it never
+//! reads a word. So while the gate is held no other transaction runs, and
+//! no `TVar::store` either (it announces the same way).
+//!
+//! The holder checks `waiting` at each of its transactions' start and
+//! gives the gate back when someone waits (for good: the rest of its
+//! transactions run plain), so a thread that wants to run transactions
+//! concurrently with a solo thread waits at most one solo transaction.
+//! The gate is given back with a release store, which the next
+//! transaction's acquire load of `owner` reads: the solo thread's
+//! write-backs happen before that transaction's reads.
+//!
+//! A solo transaction is not announced to the gate any differently from a
+//! plain one: the holder's own transactions pass its check.
+
+use core::cell::Cell;
+
+use crossbeam_utils::CachePadded;
+
+use crate::primitive::{AtomicU64, AtomicUsize, Backoff, Ordering};
+
+use super::registry::{INACTIVE, reclaim_fence, registry};
+
+/// The gate: who holds it, and how many transactions wait for it.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    owner: CachePadded<AtomicU64>,
+    waiting: CachePadded<AtomicUsize>,
+}
+
+#[cfg(not(loom))]
+fn gate() -> &'static Gate {
+    static GATE: Gate =
+        Gate { owner: CachePadded::new(AtomicU64::new(0)), waiting: CachePadded::new(AtomicUsize::new(0)) };
+    &GATE
+}
+
+#[cfg(loom)]
+fn gate() -> &'static Gate {
+    loom::lazy_static! {
+        static ref GATE: Gate =
+            Gate { owner: CachePadded::new(AtomicU64::new(0)), waiting: CachePadded::new(AtomicUsize::new(0)) };
+    }
+    &GATE
+}
+
+/// Where the calling thread stands with the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// It does not hold it (and holds no guard).
+    Off,
+    /// It holds the gate, between transactions.
+    Idle,
+    /// It holds the gate and a solo transaction is running.
+    Running,
+    /// Its guard was dropped while a solo transaction ran: give the gate
+    /// back when that transaction ends.
+    ReleaseAtEnd,
+    /// Its guard lives, but the gate was given back to let others run.
+    GivenBack,
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static HELD: Cell<Held> = const { Cell::new(Held::Off) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static HELD: Cell<Held> = Cell::new(Held::Off);
+}
+
+/// Where the calling thread stands with the gate.
+#[inline]
+pub(crate) fn held() -> Held {
+    HELD.with(Cell::get)
+}
+
+fn set_held(h: Held) {
+    HELD.with(|c| c.set(h));
+}
+
+/// Whether a transaction of the thread with owner id `me`, announced (with
+/// its fence), may read: the gate is open or `me` holds it. One acquire
+/// load.
+#[inline(always)]
+pub(crate) fn clear_for(me: u64) -> bool {
+    #[cfg(loom)]
+    if GATE_CHECK_REMOVED.with(Cell::get) {
+        return true;
+    }
+    let o = gate().owner.load(Ordering::Acquire);
+    o == 0 || o == me
+}
+
+// Whether the gate's check is removed (loom fault injection, see
+// `loom_hooks::without_solo_gate`): a `std` thread-local, invisible to loom,
+// as the registry's `START_FENCE_REMOVED`.
+#[cfg(loom)]
+std::thread_local! {
+    pub(crate) static GATE_CHECK_REMOVED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Waits until the gate is open (the caller's transaction has ended its
+/// announcement), counted in `waiting` so that the holder gives it back.
+#[cold]
+pub(crate) fn wait_open() {
+    let g = gate();
+    g.waiting.fetch_add(1, Ordering::SeqCst);
+    let backoff = Backoff::new();
+    while g.owner.load(Ordering::Acquire) != 0 {
+        backoff.snooze();
+    }
+    g.waiting.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Why [`enter`] did not give the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The calling thread already has a guard.
+    AlreadyHeld,
+    /// Another thread holds the gate.
+    Taken,
+    /// The cross-thread barrier could not be made (`membarrier` failed).
+    NoBarrier,
+}
+
+/// Takes the gate for the thread with owner id `me` (record `me - 1`):
+/// close it, fence, wait for every other announced transaction to end.
+pub(crate) fn enter(me: u64) -> Result<(), Refusal> {
+    if held() != Held::Off {
+        return Err(Refusal::AlreadyHeld);
+    }
+    let g = gate();
+    if g.owner.compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+        return Err(Refusal::Taken);
+    }
+    if !reclaim_fence() {
+        g.owner.store(0, Ordering::Release);
+        return Err(Refusal::NoBarrier);
+    }
+    let backoff = Backoff::new();
+    for (i, r) in registry().records().iter().enumerate() {
+        if i as u64 + 1 == me {
+            continue;
+        }
+        while r.tx_start() != INACTIVE {
+            backoff.snooze();
+        }
+    }
+    set_held(Held::Idle);
+    Ok(())
+}
+
+/// Opens the gate (the caller holds it).
+fn open() {
+    gate().owner.store(0, Ordering::Release);
+}
+
+/// A solo-mode transaction starts: whether it runs solo. Gives the gate
+/// back first if a transaction waits for it.
+#[inline]
+pub(crate) fn start_solo() -> bool {
+    if held() != Held::Idle {
+        return false;
+    }
+    if gate().waiting.load(Ordering::Relaxed) != 0 {
+        open();
+        set_held(Held::GivenBack);
+        return false;
+    }
+    set_held(Held::Running);
+    true
+}
+
+/// Whether the calling thread's solo transaction still runs with the gate
+/// (not given back since it started). A thread-local load.
+#[inline(always)]
+pub(crate) fn running() -> bool {
+    held() == Held::Running
+}
+
+/// Gives the calling thread's gate back now, if it holds it (for good: its
+/// transactions run plain from here, the one under way included).
+pub(crate) fn give_back() {
+    match held() {
+        Held::Running | Held::Idle => {
+            open();
+            set_held(Held::GivenBack);
+        }
+        Held::ReleaseAtEnd => {
+            open();
+            set_held(Held::Off);
+        }
+        Held::Off | Held::GivenBack => {}
+    }
+}
+
+/// A solo transaction ended (committed, returned an error, or unwound).
+#[inline]
+pub(crate) fn end_solo() {
+    match held() {
+        Held::Running => set_held(Held::Idle),
+        Held::ReleaseAtEnd => {
+            open();
+            set_held(Held::Off);
+        }
+        _ => {}
+    }
+}
+
+/// The guard was dropped: open the gate now, or when the solo transaction
+/// under way ends.
+pub(crate) fn leave() {
+    match held() {
+        Held::Idle => {
+            open();
+            set_held(Held::Off);
+        }
+        Held::Running => set_held(Held::ReleaseAtEnd),
+        Held::GivenBack => set_held(Held::Off),
+        Held::Off | Held::ReleaseAtEnd => {}
+    }
+}
+
+/// Whether the calling thread's guard had to give the gate back.
+pub(crate) fn given_back() -> bool {
+    held() == Held::GivenBack
+}

@@ -1,0 +1,216 @@
+//! The solo gate (`skelaff_stm::solo`): what a solo transaction does, and
+//! that no other thread's transaction or store runs beside one.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use skelaff_stm::solo::{self, SoloError};
+use skelaff_stm::{Config, Solo, Stats, TMap, TVar, TxError, TxOps, atomically, atomically_with, try_atomically_with};
+
+/// The gate is one per process and the tests of this file share a process:
+/// each test holds this lock, so none runs transactions beside another's.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn solo_cfg() -> Config<Solo> {
+    Config::new().mode::<Solo>()
+}
+
+#[test]
+fn solo_transactions_compute_what_plain_ones_do() {
+    let _serial = serial();
+    let map = TMap::new();
+    let total = TVar::new(0u64);
+    let _ = Stats::take_thread();
+    {
+        let _gate = solo::enter().expect("the gate is free");
+        for k in 0..1000u64 {
+            atomically_with(&solo_cfg(), |tx| {
+                map.insert(tx, k % 97, k)?;
+                let t = tx.read(&total)?;
+                tx.write(&total, t + k)?;
+                // Read-after-write inside a solo attempt sees the buffered value.
+                assert_eq!(tx.read(&total)?, t + k);
+                Ok(())
+            });
+        }
+    }
+    assert_eq!(total.load(), (0..1000).sum::<u64>());
+    let entries = atomically(|tx| map.to_vec(tx));
+    assert_eq!(entries.len(), 97);
+    for (k, v) in entries {
+        assert_eq!(v, (0..1000u64).filter(|x| x % 97 == k).max().unwrap());
+    }
+    let s = Stats::take_thread();
+    assert_eq!(s.commits, 1001);
+    assert!(s.read_set_total >= 2000, "solo reads are counted: {}", s.read_set_total);
+    assert_eq!(s.aborts.iter().sum::<u64>(), 0);
+}
+
+#[test]
+fn a_user_error_or_a_panic_in_a_solo_transaction_writes_nothing() {
+    let _serial = serial();
+    let a = TVar::new(1u64);
+    let gate = solo::enter().expect("the gate is free");
+    let r: Result<(), &str> = try_atomically_with(&solo_cfg(), |tx| {
+        tx.write(&a, 2).map_err(|_| "tx")?;
+        Err("no")
+    });
+    assert_eq!(r, Err("no"));
+    assert_eq!(a.load(), 1);
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        atomically_with(&solo_cfg(), |tx| {
+            tx.write(&a, 3)?;
+            panic!("inside");
+            #[allow(unreachable_code)]
+            Ok(())
+        })
+    }));
+    assert!(p.is_err());
+    assert_eq!(a.load(), 1);
+    // Still solo after both.
+    atomically_with(&solo_cfg(), |tx| tx.write(&a, 4));
+    assert!(!gate.given_back());
+    assert_eq!(a.load(), 4);
+}
+
+#[test]
+fn entering_is_refused_inside_a_transaction_twice_or_beside_another_holder() {
+    let _serial = serial();
+    let r = atomically(|_| Ok(solo::enter().map(drop)));
+    assert_eq!(r, Err(SoloError::InTransaction));
+    let gate = solo::enter().expect("the gate is free");
+    assert_eq!(solo::enter().map(drop), Err(SoloError::AlreadyHeld));
+    let other = std::thread::spawn(|| solo::enter().map(drop)).join().unwrap();
+    assert_eq!(other, Err(SoloError::Taken));
+    drop(gate);
+    let again = std::thread::spawn(|| solo::enter().map(drop)).join().unwrap();
+    assert_eq!(again, Ok(()));
+}
+
+/// Two accounts whose sum is constant: a solo thread moves money between
+/// them while another thread's plain transactions (and stores) check and
+/// move it too. A plain transaction running beside a solo commit (which
+/// stores its words without locks) would see a broken sum; with the gate
+/// it waits, and the solo thread gives the gate back.
+#[test]
+fn no_transaction_or_store_runs_beside_a_solo_one() {
+    let _serial = serial();
+    const SUM: u64 = 1_000_000;
+    let accounts = Arc::new([TVar::new(SUM / 2), TVar::new(SUM / 2), TVar::new(0u64)]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let broken = Arc::new(AtomicU64::new(0));
+    let given_back = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(2));
+    let solo_thread = {
+        let (accounts, stop, broken, given_back, start) =
+            (accounts.clone(), stop.clone(), broken.clone(), given_back.clone(), start.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            let mut rounds = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let gate = solo::enter().expect("only this thread enters");
+                for i in 0..200u64 {
+                    atomically_with(&solo_cfg(), |tx| {
+                        let (a, b) = (tx.read(&accounts[0])?, tx.read(&accounts[1])?);
+                        if a + b != SUM {
+                            broken.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let m = i % 7 + 1;
+                        let (from, to) = if a >= m { (0, 1) } else { (1, 0) };
+                        let (f, t) = (tx.read(&accounts[from])?, tx.read(&accounts[to])?);
+                        tx.write(&accounts[from], f - m)?;
+                        tx.write(&accounts[to], t + m)
+                    });
+                }
+                if gate.given_back() {
+                    given_back.fetch_add(1, Ordering::Relaxed);
+                }
+                drop(gate);
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    start.wait();
+    let until = Instant::now() + Duration::from_millis(600);
+    let mut plain = 0u64;
+    while Instant::now() < until {
+        atomically(|tx| {
+            let (a, b) = (tx.read(&accounts[0])?, tx.read(&accounts[1])?);
+            if a + b != SUM {
+                broken.fetch_add(1, Ordering::Relaxed);
+            }
+            let (from, to) = if a > b { (0, 1) } else { (1, 0) };
+            let (f, t) = (tx.read(&accounts[from])?, tx.read(&accounts[to])?);
+            tx.write(&accounts[from], f - 1)?;
+            tx.write(&accounts[to], t + 1)
+        });
+        // A store waits for the gate as a transaction does.
+        accounts[2].store(plain);
+        plain += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = solo_thread.join().unwrap();
+    assert_eq!(broken.load(Ordering::Relaxed), 0, "a transaction saw a half-committed transfer");
+    assert_eq!(accounts[0].load() + accounts[1].load(), SUM);
+    assert!(plain > 0 && rounds > 0, "both threads ran: {plain} plain, {rounds} solo rounds");
+    assert!(given_back.load(Ordering::Relaxed) > 0, "the solo thread gave the gate back to the waiting one");
+}
+
+#[test]
+fn a_solo_transaction_that_retries_gives_the_gate_back_and_waits() {
+    let _serial = serial();
+    let flag = Arc::new(TVar::new(0u64));
+    let gate = solo::enter().expect("the gate is free");
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            // Waits for the gate: the retrying solo transaction gives it back.
+            atomically(|tx| tx.write(&flag, 7));
+        })
+    };
+    let seen = atomically_with(&solo_cfg(), |tx| {
+        let f = tx.read(&flag)?;
+        if f == 0 {
+            return Err(tx.retry());
+        }
+        Ok(f)
+    });
+    setter.join().unwrap();
+    assert_eq!(seen, 7);
+    assert!(gate.given_back());
+}
+
+#[test]
+fn a_guard_dropped_inside_a_solo_transaction_opens_the_gate_at_its_end() {
+    let _serial = serial();
+    let a = TVar::new(0u64);
+    let mut gate = Some(solo::enter().expect("the gate is free"));
+    atomically_with(&solo_cfg(), |tx| {
+        drop(gate.take());
+        // Still solo until this transaction ends: no other thread can enter.
+        let other = std::thread::scope(|s| s.spawn(|| solo::enter().map(drop)).join().unwrap());
+        assert_eq!(other, Err(SoloError::Taken));
+        tx.write(&a, 1)
+    });
+    let other = std::thread::spawn(|| solo::enter().map(drop)).join().unwrap();
+    assert_eq!(other, Ok(()));
+    assert_eq!(a.load(), 1);
+}
+
+#[test]
+fn without_the_gate_a_solo_mode_transaction_is_plain() {
+    let _serial = serial();
+    let a = TVar::new(5u64);
+    let _ = Stats::take_thread();
+    let r: Result<u64, TxError> = Ok(atomically_with(&solo_cfg(), |tx| tx.update(&a, |x| x * 2)));
+    assert_eq!(r, Ok(10));
+    assert_eq!(a.load(), 10);
+    assert_eq!(Stats::take_thread().commits, 1);
+}
