@@ -1,6 +1,7 @@
 //! Loom models of the worker pool's hand-off (src/crew.rs): parked threads
 //! handed runs back to back, runs queued by two callers at once, and
-//! shutdown.
+//! shutdown; and the asynchronous path's wake-up (`Worklist::submit`'s
+//! `RunFuture` polls its run's ticket with `Ticket::poll_done`).
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" cargo test -p skelaff-worklist --release --test loom_crew
@@ -12,11 +13,18 @@
 //! happens before `run_scoped` returns — the guarantee that lets a run
 //! borrow the caller's data. The caller also checks that each thread
 //! called each job exactly once.
+//!
+//! The asynchronous models drive `poll_done` with `loom::future::block_on`,
+//! which blocks on `Pending` until the task's waker is woken: a poll that
+//! registers its waker after the last thread has completed the run (and
+//! looked for a waker) would block for good, and loom reports the
+//! deadlock.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
+use std::task::{Context, Waker};
 use skelaff_worklist::crew::Crew;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -102,6 +110,43 @@ fn a_panicking_job_is_counted_and_reported() {
         let ((), panicked) = crew.run_scoped(&|_| panic!("boom"), || ());
         assert!(panicked);
         one_run(&crew, 1);
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+/// An owned run of one thread, as `Worklist::submit` gives one, awaited as
+/// `RunFuture` awaits it.
+fn await_owned_run(crew: &Crew, first_poll_with_another_waker: bool) {
+    let ticket = crew.run_owned(Box::new(|_: usize| {}));
+    if first_poll_with_another_waker {
+        // A first poll by another task (a future moved between tasks):
+        // the waker that counts is the last one registered.
+        let _ = ticket.poll_done(&mut Context::from_waker(Waker::noop()));
+    }
+    loom::future::block_on(std::future::poll_fn(|cx| ticket.poll_done(cx)));
+    assert!(ticket.is_done());
+}
+
+#[test]
+fn a_future_polled_while_its_run_completes_is_woken() {
+    model(|| {
+        let (crew, threads) = start(1);
+        await_owned_run(&crew, false);
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_future_polled_again_with_another_waker_wakes_the_last() {
+    model(|| {
+        let (crew, threads) = start(1);
+        await_owned_run(&crew, true);
         crew.shutdown();
         for t in threads {
             t.join().unwrap();
