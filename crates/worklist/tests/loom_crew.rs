@@ -14,8 +14,8 @@
 //! borrow the caller's data. The caller also checks that each thread
 //! called each job exactly once.
 //!
-//! The asynchronous models drive `poll_done` with `loom::future::block_on`,
-//! which blocks on `Pending` until the task's waker is woken: a poll that
+//! The asynchronous models drive `poll_done` as an executor does, blocking
+//! on `Pending` until the task's waker is woken: a poll that
 //! registers its waker after the last thread has completed the run (and
 //! looked for a waker) would block for good, and loom reports the
 //! deadlock.
@@ -24,8 +24,9 @@
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use std::task::{Context, Waker};
-use skelaff_worklist::crew::Crew;
+use std::task::{Context, Wake, Waker};
+use loom::sync::Notify;
+use skelaff_worklist::crew::{Crew, Ticket};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -126,8 +127,35 @@ fn await_owned_run(crew: &Crew, first_poll_with_another_waker: bool) {
         // the waker that counts is the last one registered.
         let _ = ticket.poll_done(&mut Context::from_waker(Waker::noop()));
     }
-    loom::future::block_on(std::future::poll_fn(|cx| ticket.poll_done(cx)));
+    block_on_ticket(&ticket);
     assert!(ticket.is_done());
+}
+
+/// A task's waker for a model: wakes the task blocked in
+/// [`block_on_ticket`] through loom's `Notify` (which also returns
+/// spuriously where it may).
+struct TaskWaker(Notify);
+
+impl Wake for TaskWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.notify();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.notify();
+    }
+}
+
+/// Polls the ticket as `RunFuture::poll` does until it is ready, blocking
+/// the task between two polls until its waker is woken (as an executor
+/// does; loom's `future::block_on` needs a loom feature the workspace
+/// leaves off).
+fn block_on_ticket(ticket: &Ticket) {
+    let task = std::sync::Arc::new(TaskWaker(Notify::new()));
+    let waker = Waker::from(task.clone());
+    while ticket.poll_done(&mut Context::from_waker(&waker)).is_pending() {
+        task.0.wait();
+    }
 }
 
 #[test]
