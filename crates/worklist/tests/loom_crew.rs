@@ -23,10 +23,10 @@
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::thread;
-use std::task::{Context, Wake, Waker};
 use loom::sync::Notify;
+use loom::thread;
 use skelaff_worklist::crew::{Crew, Ticket};
+use std::task::{Context, Wake, Waker};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
