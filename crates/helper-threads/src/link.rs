@@ -214,25 +214,37 @@ mod tests {
         assert!(link.take_parker().is_none());
         let mut seen = link.seen_now();
         let mut idle = IdleCounts::default();
+        // The address of the box in `slot` (left in place).
+        let addr = |slot: &AtomicBox<Handed<u32>>| {
+            let b = slot.take().expect("a box");
+            let a = &*b as *const Handed<u32>;
+            slot.store(Some(b));
+            a
+        };
         assert!(!link.hand(Some(7u32), None), "nobody parked, nobody woken");
-        // Not picked up: the next handoff replaces it.
-        link.hand(Some(8), Some(1));
-        assert_eq!(link.events.load(Ordering::Relaxed), 2);
+        let first = addr(&link.handed);
         assert_eq!(
             link.next_event(&mut seen, &parker, IdlePolicy::PARK, &mut idle),
-            Event::Handed { unit: Some(8), sample: Some(1) }
+            Event::Handed { unit: Some(7), sample: None }
         );
-        assert_eq!(seen, 2);
-        // The box came back: the next handoff reuses it.
-        let spare = link.spare.take().expect("a spare box");
-        let addr = &*spare as *const Handed<u32>;
-        link.spare.store(Some(spare));
-        link.hand(None, None);
-        let b = link.handed.take().unwrap();
-        assert_eq!(&*b as *const Handed<u32>, addr);
-        assert!(b.unit.is_none());
+        // Picked up: the box came back through `spare` (still alive, so
+        // its address is its own), and the next hand-off reuses it.
+        assert_eq!(addr(&link.spare), first);
+        link.hand(Some(8), Some(1));
+        assert_eq!(addr(&link.handed), first);
+        // Not picked up: the next hand-off replaces the unit and keeps the
+        // stale box, emptied, for the time after.
+        link.hand(Some(9), None);
+        let stale = link.spare.take().expect("the stale box, kept");
+        assert_eq!(&*stale as *const Handed<u32>, first);
+        assert!(stale.unit.is_none());
+        link.spare.store(Some(stale));
+        assert_eq!(
+            link.next_event(&mut seen, &parker, IdlePolicy::PARK, &mut idle),
+            Event::Handed { unit: Some(9), sample: None }
+        );
+        assert_eq!(seen, 3);
         // An event without a box is a restart; the end is the end.
-        assert_eq!(link.next_event(&mut seen, &parker, IdlePolicy::PARK, &mut idle), Event::Restarted);
         link.restarted();
         assert_eq!(link.next_event(&mut seen, &parker, IdlePolicy::PARK, &mut idle), Event::Restarted);
         link.finish();
