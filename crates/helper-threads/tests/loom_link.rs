@@ -24,6 +24,8 @@ use loom::thread;
 use skelaff_helper_threads::link::{Event, Link};
 use skelaff_numa_alloc::idle::{IdleCounts, IdlePolicy};
 
+/// Preemption bound 2: a few seconds for both models; at 3 they pass too,
+/// in about half a minute (tried), too long for the test command.
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(2);
