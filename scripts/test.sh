@@ -81,10 +81,13 @@ step costs_built
 # committed baselines in crates/costs/baseline.json: fails when a count grew
 # by more than 3% (crates/costs says why counts, not timings).
 step cargo run --quiet -p skelaff-costs --profile costs -- check
-# The STM's loom models: the lock and commit protocol (tests/loom.rs), epoch
-# reclamation, the thread registry and the solo gate (tests/loom_reclaim.rs,
-# whose *_bites tests show each model fails without the fence after a
-# reader's announcement, or without the gate's check), assisted execution's ring handshake (tests/loom_assist.rs).
+# The loom models. The STM's: the lock and commit protocol (tests/loom.rs),
+# epoch reclamation, the thread registry and the solo gate
+# (tests/loom_reclaim.rs, whose *_bites tests show each model fails without
+# the fence after a reader's announcement, or without the gate's check),
+# assisted execution's ring handshake (tests/loom_assist.rs). The one
+# parker (crates/numa-alloc/tests/loom_park.rs) and the worker-helper link
+# (crates/helper-threads/tests/loom_link.rs).
 # `--cfg loom` changes every crate it reaches, so they build apart; with the
 # target named, RUSTFLAGS reach only the target's crates, and the build
 # scripts and proc macros of the builds above are used as they are.
@@ -93,15 +96,18 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 # Line tables for these (and only these): each *_bites test checks that its
 # twin failed on the tracker's cell by the frames of the backtrace it prints.
 loom_models() {
-    # With the worker pool's hand-off (crates/worklist/tests/loom_crew.rs,
-    # about 8 s): a loom build of the worklist crate compiles only
-    # src/crew.rs and its shim (its other dependencies are cfg(not(loom))).
-    # One build for the four, so that loom and its dependencies are
-    # compiled once, with the line tables the _bites tests read.
+    # With the worker pool's hand-off and the asynchronous run's wake-up
+    # (crates/worklist/tests/loom_crew.rs, about 8 s): a loom build of the
+    # worklist crate compiles only src/crew.rs and its shim (its other
+    # dependencies are cfg(not(loom))); so do those of numa-alloc (the
+    # parker, the idle wait) and helper-threads (the link). One build for
+    # the six, so that loom and its dependencies are compiled once, with
+    # the line tables the _bites tests read.
     bins=$(env RUSTFLAGS="--cfg loom" CARGO_PROFILE_DEV_DEBUG=line-tables-only cargo test --quiet -p skelaff-stm \
-        -p skelaff-worklist --test loom --test loom_reclaim --test loom_assist --test loom_crew --target "$host" \
+        -p skelaff-worklist -p skelaff-numa-alloc -p skelaff-helper-threads --test loom --test loom_reclaim \
+        --test loom_assist --test loom_crew --test loom_park --test loom_link --target "$host" \
         --no-run --message-format=json-render-diagnostics | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
-    [ "$(echo "$bins" | wc -w)" -eq 4 ] || { echo "loom: expected 4 test binaries, got: $bins"; return 1; }
+    [ "$(echo "$bins" | wc -w)" -eq 6 ] || { echo "loom: expected 6 test binaries, got: $bins"; return 1; }
     pids=""
     for b in $bins; do
         (cd crates/stm && "$b" -q) &

@@ -1,27 +1,12 @@
 //! What a worker and its helper share (one [`HelperChannel`] per worker),
 //! and the worker's side of the protocol (paper Fig. 6), lock-free.
 //!
-//! The channel's event count `events` counts every event the helper must
-//! react to; the worker bumps it, and the helper compares it with the
-//! value it saw when it started its shadow (the shadow's cancel word):
-//!
-//! | event (worker side) | `handed` box | `events` | helper |
-//! |---|---|---|---|
-//! | `handoff(Some(u))`: starts the unit it handed before, hands `u` | `Some(clone(u))` | +1 | stops the shadow (overtaken), shadows `u` |
-//! | `handoff(None)`, or the helper is switched off: starts the unit it handed before | `None` | +1 | stops the shadow (overtaken), idles |
-//! | `restarted()`: its transaction runs again | — | +1 | restarts the shadow of the same unit |
-//! | `finish()` | — (`done`) | +1 | returns |
-//!
-//! A handoff puts the unit in a box and swaps the box into `handed` (one
-//! atomic swap: the unit is published before the event that announces
-//! it), bumps `events`, and wakes the helper only if it parked (a fence and
-//! a load, [`Wakeup`]). The helper swaps the box out when it sees `events`
-//! move, and gives the emptied box back through `spare`, so a steady
-//! stream of handoffs allocates nothing. A box the helper never picked up
-//! (it was busy) comes back to the worker at its next handoff, which drops
-//! the stale unit and keeps the box. No lock is taken on the worker's
-//! path; everything only the worker touches (counters, the timing probe)
-//! lives in [`WorkerSide`], on the worker's own stack.
+//! The hand-off itself (the handed unit, the event count, the helper's
+//! parking) is the [`Link`] (`link.rs`, with its protocol table and loom
+//! model); this file adds what rides along: the tuner's words, the timing
+//! probe, the end-of-run figures. No lock is taken on the worker's path;
+//! everything only the worker touches (counters, the timing probe) lives
+//! in [`WorkerSide`], on the worker's own stack.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -29,20 +14,12 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 use crossbeam_utils::atomic::AtomicCell;
 use parking_lot::Mutex;
-use skelaff_numa_alloc::idle::{IdleCounts, Wakeup};
+use skelaff_numa_alloc::idle::IdleCounts;
 use skelaff_worklist::{CounterFigures, HelperPlace, ShadowEnds, WorkerInfo};
 
 use crate::counters::ThreadCounters;
+use crate::link::Link;
 use crate::tuning::{Probe, Tuner};
-
-/// A handed unit with its sample number (the box that travels).
-pub(crate) struct Handed<U> {
-    pub(crate) unit: Option<U>,
-    /// The unit is sampled for tuning, with this sequence number.
-    pub(crate) sample: Option<u64>,
-}
-
-type HandedBox<U> = Option<Box<Handed<U>>>;
 
 /// The lines a worker touched in a sampled unit, with its sequence number.
 pub(crate) type Accesses = (u64, Vec<usize>);
@@ -77,18 +54,10 @@ pub(crate) struct HelperStats {
 pub struct HelperChannel<U> {
     pub(crate) worker: WorkerInfo,
     pub(crate) place: Option<HelperPlace>,
-    /// The event count (the shadow's cancel word): written by the worker only.
-    pub(crate) events: CachePadded<AtomicU64>,
-    /// The unit handed last, until the helper picks it up.
-    handed: CachePadded<AtomicCell<HandedBox<U>>>,
-    /// An emptied box the helper gives back.
-    spare: AtomicCell<HandedBox<U>>,
-    /// The worker finished.
-    pub(crate) done: AtomicBool,
+    /// The hand-off: the unit handed, the event count, the helper's parking.
+    pub(crate) link: Link<U>,
     /// No helper thread runs in this run (its probe had it switched off).
     pub(crate) without_thread: AtomicBool,
-    /// Where the helper parks.
-    pub(crate) wakeup: Wakeup,
     /// Written by the helper, read by the worker at handoffs: handoffs to
     /// sit out (the tuner switched the helper off), and the sequence
     /// number + 1 of the sampled unit it picked up last (0: none).
@@ -107,8 +76,7 @@ impl<U> std::fmt::Debug for HelperChannel<U> {
         f.debug_struct("HelperChannel")
             .field("worker", &self.worker.index)
             .field("place", &self.place)
-            .field("events", &self.events.load(Ordering::Relaxed))
-            .field("done", &self.done.load(Ordering::Relaxed))
+            .field("link", &self.link)
             .finish()
     }
 }
@@ -198,12 +166,8 @@ impl<U> HelperChannel<U> {
         HelperChannel {
             worker,
             place,
-            events: CachePadded::new(AtomicU64::new(0)),
-            handed: CachePadded::new(AtomicCell::new(None)),
-            spare: AtomicCell::new(None),
-            done: AtomicBool::new(false),
+            link: Link::new(),
             without_thread: AtomicBool::new(false),
-            wakeup: Wakeup::new(),
             from_helper: CachePadded::new((AtomicU64::new(0), AtomicU64::new(0))),
             accesses: AtomicCell::new(None),
             worker_end: Mutex::new(None),
@@ -212,35 +176,12 @@ impl<U> HelperChannel<U> {
         }
     }
 
-    /// Bumps the event count and wakes the helper if it parked.
+    /// Hands `unit` through the link, counting a wake-up of the helper.
     #[inline]
-    fn bump(&self, side: &mut WorkerSide) {
-        self.events.fetch_add(1, Ordering::SeqCst);
-        if self.wakeup.wake() {
+    fn hand(&self, side: &mut WorkerSide, unit: Option<U>, sample: Option<u64>) {
+        if self.link.hand(unit, sample) {
             side.wakes += 1;
         }
-    }
-
-    /// Puts `unit` in the `handed` box (the helper's next unit), keeping the
-    /// box of a unit the helper never picked up for the next time.
-    #[inline]
-    fn publish(&self, unit: Option<U>, sample: Option<u64>) {
-        let mut b = self.spare.take().unwrap_or_else(|| Box::new(Handed { unit: None, sample: None }));
-        b.unit = unit;
-        b.sample = sample;
-        if let Some(mut stale) = self.handed.swap(Some(b)) {
-            stale.unit = None;
-            drop(self.spare.swap(Some(stale)));
-        }
-    }
-
-    /// The helper takes the unit handed last, if one is waiting, and
-    /// gives the box back.
-    pub(crate) fn pick_up(&self) -> Option<(Option<U>, Option<u64>)> {
-        let mut b = self.handed.take()?;
-        let got = (b.unit.take(), b.sample.take());
-        drop(self.spare.swap(Some(b)));
-        Some(got)
     }
 
     /// The worker's handoff (see the module docs). `sample_every`: every
@@ -302,8 +243,7 @@ impl<U> HelperChannel<U> {
             side.skipped += u64::from(next.is_some());
             if std::mem::take(&mut side.handing) {
                 // The helper may still be on the unit starting now: stop it.
-                self.publish(None, None);
-                self.bump(side);
+                self.hand(side, None, None);
             }
             // The units after this one that the probe keeps off for sure
             // take the fast path (this one is committed the full way). Not
@@ -325,16 +265,15 @@ impl<U> HelperChannel<U> {
             _ => None,
         };
         side.handed += u64::from(next.is_some());
-        self.publish(next.cloned(), sample);
-        self.bump(side);
+        self.hand(side, next.cloned(), sample);
         start
     }
 
     /// The worker's transaction runs again: the helper restarts its shadow.
     #[inline]
     pub(crate) fn restarted(&self, side: &mut WorkerSide) {
-        if side.handing {
-            self.bump(side);
+        if side.handing && self.link.restarted() {
+            side.wakes += 1;
         }
     }
 
@@ -358,9 +297,7 @@ impl<U> HelperChannel<U> {
 
     /// The worker is done: the helper returns.
     pub(crate) fn finish(&self) {
-        self.done.store(true, Ordering::SeqCst);
-        self.events.fetch_add(1, Ordering::SeqCst);
-        self.wakeup.wake();
+        self.link.finish();
     }
 }
 
@@ -377,30 +314,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_handoff_box_is_lock_free_and_recycled() {
-        assert!(AtomicCell::<HandedBox<Vec<u8>>>::is_lock_free());
+    fn handoffs_count_and_a_restart_bumps_only_while_handing() {
         let ch: HelperChannel<u32> =
             HelperChannel::new(WorkerInfo { index: 0, cpu: None, node: None, threads: 1 }, None);
         let mut side = WorkerSide::new(None, None, false);
         ch.handoff(&mut side, Some(&7), None);
-        // Not picked up: the next handoff replaces it.
         ch.handoff(&mut side, Some(&8), None);
-        assert_eq!(ch.events.load(Ordering::Relaxed), 2);
-        assert_eq!(ch.pick_up(), Some((Some(8), None)));
-        assert_eq!(ch.pick_up(), None);
-        // The box came back: the next handoff reuses it.
-        let spare = ch.spare.take().expect("a spare box");
-        let addr = &*spare as *const Handed<u32>;
-        ch.spare.store(Some(spare));
+        assert_eq!(ch.link.events().load(Ordering::Relaxed), 2);
         ch.handoff(&mut side, None, None);
-        let b = ch.handed.take().unwrap();
-        assert_eq!(&*b as *const Handed<u32>, addr);
-        assert!(b.unit.is_none());
         // A restart bumps only while the helper has something to shadow.
-        let before = ch.events.load(Ordering::Relaxed);
+        let before = ch.link.events().load(Ordering::Relaxed);
         ch.restarted(&mut side);
-        assert_eq!(ch.events.load(Ordering::Relaxed), before);
+        assert_eq!(ch.link.events().load(Ordering::Relaxed), before);
         let (end, _) = side.end();
-        assert_eq!((end.handed, end.skipped), (2, 0));
+        assert_eq!((end.handed, end.skipped, end.wakes), (2, 0, 0));
     }
 }

@@ -14,6 +14,7 @@ use skelaff_worklist::{
 use crate::HelperThreads;
 use crate::channel::{HelperChannel, HelperStats, WorkerEnd, WorkerSide};
 use crate::counters::ThreadCounters;
+use crate::link::Event;
 use crate::shadow::{ShadowEnd, ShadowTx};
 use crate::stop::StopReason;
 use crate::tuning::{Tuner, score};
@@ -221,44 +222,41 @@ fn run_helper<S: Skeleton>(
     // Traces of sampled shadows waiting for the worker's accesses: (seq, loads, stop, logged).
     let mut traces: [Option<Trace>; 2] = [None, None];
     let mut scratch = Vec::new();
-    let mut seen = ch.events.load(Ordering::SeqCst);
+    let Some(parker) = ch.link.take_parker() else {
+        ch.notes.lock().push(format!("helper of worker {}: a second helper thread; not started", worker.index));
+        return;
+    };
+    let mut seen = ch.link.seen_now();
     // Whether the shadow before was cancelled (classified at the next pickup).
     let mut was_cancelled = false;
     loop {
-        if ch.done.load(Ordering::Acquire) {
-            stats.ends.at_end += u64::from(was_cancelled);
-            break;
-        }
-        if ch.events.load(Ordering::Acquire) == seen {
-            let moved = || ch.events.load(Ordering::Acquire) != seen || ch.done.load(Ordering::Acquire);
-            // Nothing in hand (the worker switched the helper off, or holds
-            // no unit): park at once. A helper that spins or yields keeps its
-            // CPU in the process's address space, so every TLB shootdown of
-            // the worker's (a copy-on-write fault, an munmap) interrupts it
-            // too; a parked one's CPU goes idle and is left out.
-            let policy = if current.is_some() { c.idle } else { IdlePolicy::PARK };
-            stats.idle.add(ch.wakeup.wait(policy, moved));
-            continue;
-        }
-        // Something happened: a new unit, a restart, or the end.
-        seen = ch.events.load(Ordering::SeqCst);
-        let fresh = ch.pick_up();
-        if ch.done.load(Ordering::Acquire) {
-            stats.ends.at_end += u64::from(was_cancelled);
-            break;
-        }
-        if let Some((unit, sample)) = fresh {
-            current = unit;
-            current_sample = sample.filter(|_| current.is_some());
-            if let Some(seq) = current_sample {
-                ch.from_helper.1.store(seq + 1, Ordering::Relaxed);
+        // Nothing in hand (the worker switched the helper off, or holds no
+        // unit): park at once. A helper that spins or yields keeps its CPU
+        // in the process's address space, so every TLB shootdown of the
+        // worker's (a copy-on-write fault, an munmap) interrupts it too; a
+        // parked one's CPU goes idle and is left out.
+        let policy = if current.is_some() { c.idle } else { IdlePolicy::PARK };
+        match ch.link.next_event(&mut seen, &parker, policy, &mut stats.idle) {
+            Event::Finished => {
+                stats.ends.at_end += u64::from(was_cancelled);
+                break;
             }
-            if std::mem::take(&mut was_cancelled) {
-                stats.ends.overtaken += 1;
+            Event::Handed { unit, sample } => {
+                current = unit;
+                current_sample = sample.filter(|_| current.is_some());
+                if let Some(seq) = current_sample {
+                    ch.from_helper.1.store(seq + 1, Ordering::Relaxed);
+                }
+                if std::mem::take(&mut was_cancelled) {
+                    stats.ends.overtaken += 1;
+                }
+                stats.picked += u64::from(current.is_some());
             }
-            stats.picked += u64::from(current.is_some());
-        } else if std::mem::take(&mut was_cancelled) {
-            stats.ends.restarted += 1;
+            Event::Restarted => {
+                if std::mem::take(&mut was_cancelled) {
+                    stats.ends.restarted += 1;
+                }
+            }
         }
         // Tuning: compare a sampled shadow with what the worker touched.
         if let (Some(tuner), Some(accesses)) = (tuner.as_mut(), ch.accesses.take()) {
@@ -284,7 +282,7 @@ fn run_helper<S: Skeleton>(
         // Shadow the unit (again, after a restart).
         let record = tuner.is_some() && current_sample.is_some();
         shadow.record_loads(if record { c.adaptive.map_or(0, |t| t.sample_cap) } else { 0 });
-        shadow.begin(Some((&*ch.events, seen)));
+        shadow.begin(Some((ch.link.events(), seen)));
         ctx.clear();
         IN_SHADOW.with(|f| f.set(true));
         let r = catch_unwind(AssertUnwindSafe(|| skeleton.process(&mut shadow, unit, &mut local, shared, &mut ctx)));

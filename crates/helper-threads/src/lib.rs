@@ -1,28 +1,56 @@
 #![doc = include_str!("../README.md")]
 
+// Loom builds (`RUSTFLAGS="--cfg loom"`, `tests/loom_link.rs`) compile the
+// worker-helper link and its shim alone: the rest of the crate needs
+// dependencies that loom builds leave out (see Cargo.toml).
+#[cfg(not(loom))]
 mod channel;
+#[cfg(not(loom))]
 pub mod counters;
+#[cfg(not(loom))]
 mod error;
+#[cfg(not(loom))]
 mod helper;
+#[cfg(loom)]
+pub mod link;
+#[cfg(not(loom))]
+#[allow(unreachable_pub)]
+mod link;
+#[cfg(not(loom))]
 mod log;
+mod primitive;
+#[cfg(not(loom))]
 mod shadow;
+#[cfg(not(loom))]
 mod stop;
+#[cfg(not(loom))]
 mod tuning;
 
+#[cfg(not(loom))]
 use std::sync::Arc;
 
+#[cfg(not(loom))]
 use parking_lot::Mutex;
 
+#[cfg(not(loom))]
 pub use channel::{HelperChannel, WorkerSide};
+#[cfg(not(loom))]
 pub use error::ConfigError;
+#[cfg(not(loom))]
 pub use log::{Full, MAX_LOG_CAPACITY, WriteLog};
+#[cfg(not(loom))]
 pub use shadow::{MAX_LIFESPAN, Prefetch, ShadowConfig, ShadowEnd, ShadowTx};
+#[cfg(not(loom))]
 pub use skelaff_numa_alloc::idle::IdlePolicy;
+#[cfg(not(loom))]
 pub use stop::StopReason;
+#[cfg(not(loom))]
 pub use tuning::Tuning;
 
+#[cfg(not(loom))]
 use tuning::{Probe, ProbeState};
 
+#[cfg(not(loom))]
 /// Everything a helper thread does, and how.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HelperConfig {
@@ -44,6 +72,7 @@ pub struct HelperConfig {
     pub quiet_panics: bool,
 }
 
+#[cfg(not(loom))]
 impl Default for HelperConfig {
     fn default() -> Self {
         HelperConfig {
@@ -56,6 +85,7 @@ impl Default for HelperConfig {
     }
 }
 
+#[cfg(not(loom))]
 /// Helper threads that shadow each worker's next unit to prefetch its data
 /// into the cache they share (paper §4.2): the [`Assist`] implementation to
 /// pass to [`Worklist::run_with`].
@@ -85,6 +115,7 @@ pub struct HelperThreads {
     probes: Arc<Mutex<Vec<Option<ProbeState>>>>,
 }
 
+#[cfg(not(loom))]
 impl HelperThreads {
     /// Helper threads with `config`.
     ///

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
+use skelaff_numa_alloc::pin::{Birthplace, spawn_pinned};
 use skelaff_numa_alloc::{PageLocation, Placement};
 
 use crate::board::{NEVER, SampleBoard, WaitingOracle};
@@ -189,7 +190,7 @@ impl Migrator {
     /// # Errors
     ///
     /// [`Error::Migration`] when the rule's epoch is not a time (a
-    /// thread wakes on time), and [`Error::Io`] when the thread cannot be
+    /// thread wakes on time), and [`Error::Numa`] when the thread cannot be
     /// spawned.
     pub fn start(
         board: Arc<SampleBoard>,
@@ -206,13 +207,13 @@ impl Migrator {
         let epoch = Duration::from_nanos(ns.max(1));
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("skelaff-migrator".into())
-            .spawn(move || {
-                let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start };
-                run(&board, &job, &flag)
-            })
-            .map_err(Error::io("spawning the migration thread"))?;
+        // Born where its creator may run, through the workspace's one way
+        // of starting threads.
+        let handle = spawn_pinned("skelaff-migrator", Birthplace::Inherited, move || {
+            let job = Job { pages: rule.pages_per_epoch, epoch, nodes, page_size, start };
+            run(&board, &job, &flag)
+        })
+        .map_err(|source| Error::Numa { what: "spawning the migration thread".into(), source })?;
         Ok(Migrator { stop, handle: Some(handle), page_size, oracle: None })
     }
 

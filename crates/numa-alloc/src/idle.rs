@@ -1,5 +1,6 @@
 //! How a pinned thread waits for work without burning its CPU for long:
-//! spin, then yield, then park ([`Wakeup`], with its [`IdlePolicy`]).
+//! spin, then yield, then park ([`Wakeup`], or [`wait_on`] for a thread
+//! that owns its parker, with an [`IdlePolicy`]).
 //!
 //! A thread pinned to its own CPU (a helper beside its worker, a member of
 //! a thread team) waits for another thread's signal. Spinning answers
@@ -9,26 +10,35 @@
 //! The usual compromise, written once here: spin for a short time, then
 //! yield the CPU for a while, then park until woken.
 //!
-//! The protocol between the waiter and the waker (one waiter per
-//! [`Wakeup`]; any number of wakers):
-//!
-//! | waiter ([`Wakeup::wait`]) | waker ([`Wakeup::wake`]) |
-//! |---|---|
-//! | before parking: `sleeping = true`, fence, checks `ready()` again | makes `ready()` true, fence, reads `sleeping` |
-//! | parks only if `ready()` is still false | unparks the waiter if `sleeping` |
-//!
-//! Both fences are sequentially consistent, so at least one side sees the
-//! other's write: either the waiter sees the condition and does not park,
-//! or the waker sees `sleeping` and unparks it. No wake-up is lost. A
-//! waker pays one fence and one load of a line it only reads while the
-//! waiter is awake.
+//! The park itself is the crate's one parker ([`park::Parking`](crate::park::Parking)
+//! over a thread's own [`Parker`]): its protocol (the waiter announces
+//! itself, fences and looks again before it parks; the waker fences and
+//! unparks only an announced waiter) loses no wake-up, and a waker pays
+//! one fence and one load of a line it only reads while the waiter is
+//! awake. `tests/loom_park.rs` model-checks it. Loom builds compile
+//! [`wait_on`] (the helper threads' model parks through it), not
+//! [`Wakeup`], whose per-thread parker and owner are `std`'s.
 
+#[cfg(not(loom))]
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering, fence};
-use std::thread::{self, Thread};
+#[cfg(not(loom))]
+use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
+
+#[cfg(not(loom))]
+use crate::park::Unparker;
+use crate::park::{Parker, Parking};
+use crate::primitive::yield_now;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The calling thread's parker, for every [`Wakeup`] it waits on (as
+    /// `std::thread::park`'s token is per thread): a token one wakeup left
+    /// only makes a wait on another look at its condition once more.
+    static PARKER: Parker = Parker::new();
+}
 
 /// How long a waiting thread spins and yields before it parks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,30 +105,31 @@ impl IdleCounts {
 ///     wakeup.wake();
 /// });
 /// ```
+#[cfg(not(loom))]
 #[derive(Debug, Default)]
 pub struct Wakeup {
-    sleeping: AtomicBool,
-    waiter: OnceLock<Thread>,
+    parking: Parking,
+    /// The thread that parks here (the first to wait), and its unparker.
+    waiter: OnceLock<(ThreadId, Unparker)>,
 }
 
+#[cfg(not(loom))]
 impl Wakeup {
     /// A wakeup nobody waits on yet.
     pub const fn new() -> Self {
-        Wakeup { sleeping: AtomicBool::new(false), waiter: OnceLock::new() }
+        Wakeup { parking: Parking::new(), waiter: OnceLock::new() }
     }
 
     /// Wakes the waiter if it is parked, and returns whether it was. Call
     /// it after making the waiter's condition true.
     #[inline]
     pub fn wake(&self) -> bool {
-        fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) {
-            if let Some(t) = self.waiter.get() {
-                t.unpark();
-                return true;
-            }
+        // The parking's waker half; nobody announced itself before a
+        // waiter registered, so an empty `waiter` means nobody to wake.
+        match self.waiter.get() {
+            Some((_, unparker)) => self.parking.wake(unparker),
+            None => false,
         }
-        false
     }
 
     /// Waits on the calling thread until `ready()` is true: spins for
@@ -129,51 +140,20 @@ impl Wakeup {
     /// `ready` is called often: keep it to a few loads.
     pub fn wait(&self, policy: IdlePolicy, mut ready: impl FnMut() -> bool) -> IdleCounts {
         let mut counts = IdleCounts::default();
-        if ready() {
+        if ready() || spin_then_yield(policy, &mut ready, &mut counts) {
             return counts;
         }
-        let start = Instant::now();
-        let backoff = Backoff::new();
-        let mut n = 0u32;
-        // Spin, looking at the clock every 16 rounds (it costs tens of ns).
-        while !policy.spin.is_zero() {
-            backoff.spin();
-            if ready() {
-                return counts;
-            }
-            n = n.wrapping_add(1);
-            if n % 16 == 0 && start.elapsed() >= policy.spin {
-                break;
-            }
+        let me = thread::current().id();
+        let (owner, _) = self.waiter.get_or_init(|| (me, PARKER.with(Parker::unparker)));
+        if *owner == me {
+            let parked = PARKER.with(|parker| self.parking.park_until(parker, None, ready));
+            counts.parks += parked.parks;
+            return counts;
         }
-        let yield_until = policy.spin + policy.yield_for;
-        while start.elapsed() < yield_until {
-            thread::yield_now();
-            counts.yields += 1;
-            if ready() {
-                return counts;
-            }
-        }
-        let me = thread::current();
-        let parks = self.waiter.get_or_init(|| me.clone()).id() == me.id();
+        // Another thread parks here: this one could not be woken.
         loop {
-            if !parks {
-                thread::yield_now();
-                counts.yields += 1;
-                if ready() {
-                    return counts;
-                }
-                continue;
-            }
-            self.sleeping.store(true, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
-            if ready() {
-                self.sleeping.store(false, Ordering::Relaxed);
-                return counts;
-            }
-            counts.parks += 1;
-            thread::park();
-            self.sleeping.store(false, Ordering::Relaxed);
+            yield_now();
+            counts.yields += 1;
             if ready() {
                 return counts;
             }
@@ -181,10 +161,58 @@ impl Wakeup {
     }
 }
 
-#[cfg(test)]
+/// Waits on the calling thread until `ready()` is true, as
+/// [`Wakeup::wait`] does, but parks on `parking` with the caller's own
+/// `parker` (a thread that owns its [`Parker`], such as a helper thread
+/// given one with its channel; its wakers call
+/// [`Parking::wake`] with the parker's unparker).
+///
+/// `ready` is called often: keep it to a few loads. Only one thread may
+/// wait on `parking` at a time (see [`Parking::park_until`]).
+pub fn wait_on(parking: &Parking, parker: &Parker, policy: IdlePolicy, mut ready: impl FnMut() -> bool) -> IdleCounts {
+    let mut counts = IdleCounts::default();
+    if ready() || spin_then_yield(policy, &mut ready, &mut counts) {
+        return counts;
+    }
+    counts.parks += parking.park_until(parker, None, ready).parks;
+    counts
+}
+
+/// The spinning and yielding phases of `policy`; returns whether `ready()`
+/// turned true during them.
+fn spin_then_yield(policy: IdlePolicy, ready: &mut impl FnMut() -> bool, counts: &mut IdleCounts) -> bool {
+    if policy.spin.is_zero() && policy.yield_for.is_zero() {
+        return false;
+    }
+    let start = Instant::now();
+    let backoff = Backoff::new();
+    let mut n = 0u32;
+    // Spin, looking at the clock every 16 rounds (it costs tens of ns).
+    while !policy.spin.is_zero() {
+        backoff.spin();
+        if ready() {
+            return true;
+        }
+        n = n.wrapping_add(1);
+        if n % 16 == 0 && start.elapsed() >= policy.spin {
+            break;
+        }
+    }
+    let yield_until = policy.spin + policy.yield_for;
+    while start.elapsed() < yield_until {
+        yield_now();
+        counts.yields += 1;
+        if ready() {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     #[test]
     fn no_wakeup_is_lost_when_parking_at_once() {
@@ -202,7 +230,7 @@ mod tests {
         let give_up = AtomicBool::new(false);
         let mut lost = None;
         thread::scope(|s| {
-            let waiter = s.spawn(|| {
+            s.spawn(|| {
                 for i in 1..=ROUNDS {
                     wakeup.wait(IdlePolicy::PARK, || {
                         ready.load(Ordering::Acquire) >= i || give_up.load(Ordering::Acquire)
@@ -225,7 +253,10 @@ mod tests {
                     if start.elapsed() > DEADLINE {
                         lost = Some(i);
                         give_up.store(true, Ordering::Release);
-                        waiter.thread().unpark();
+                        // The waiter parked, so it registered its unparker.
+                        if let Some((_, unparker)) = wakeup.waiter.get() {
+                            unparker.unpark();
+                        }
                         return;
                     }
                     thread::yield_now();
@@ -253,7 +284,7 @@ mod tests {
         let counts = thread::scope(|s| {
             let h = s.spawn(|| w.wait(policy, || flag.load(Ordering::Acquire)));
             // Wait until it is parked (well past spin + yield).
-            while !w.sleeping.load(Ordering::SeqCst) {
+            while !w.parking.is_sleeping() {
                 thread::sleep(Duration::from_millis(1));
             }
             flag.store(true, Ordering::Release);
@@ -273,7 +304,7 @@ mod tests {
         // only once it has marked itself asleep, so it did park).
         thread::scope(|s| {
             s.spawn(|| {
-                while !w.sleeping.load(Ordering::SeqCst) {
+                while !w.parking.is_sleeping() {
                     thread::sleep(Duration::from_millis(1));
                 }
                 first.store(true, Ordering::Release);
@@ -286,8 +317,11 @@ mod tests {
         // after the wait has looked at it twice: past its first look, in
         // the loop that yields (or parks).
         let looks = AtomicU64::new(0);
+        let rescue = OnceLock::new();
         let counts = thread::scope(|s| {
             let h = s.spawn(|| {
+                // The handle that reaches this thread's parker, should it park.
+                let _ = rescue.set(PARKER.with(Parker::unparker));
                 w.wait(IdlePolicy::PARK, || {
                     looks.fetch_add(1, Ordering::Relaxed);
                     flag.load(Ordering::Acquire)
@@ -303,7 +337,9 @@ mod tests {
             let start = Instant::now();
             while !h.is_finished() {
                 if start.elapsed() > DEADLINE {
-                    h.thread().unpark();
+                    if let Some(unparker) = rescue.get() {
+                        unparker.unpark();
+                    }
                 }
                 thread::sleep(Duration::from_millis(1));
             }

@@ -8,8 +8,9 @@ use core::fmt;
 #[cfg(not(loom))]
 pub use skelaff_numa_alloc::UnknownName;
 
-/// Loom builds of this crate leave skelaff-numa-alloc out (they start no
-/// auxiliary threads to pin): the same fields, for the same messages.
+/// Loom builds of skelaff-numa-alloc hold only its parker (they start no
+/// auxiliary threads to pin, and name nothing): the same fields, for the
+/// same messages.
 #[cfg(loom)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} `{given}`; expected one of: {}", .allowed.join(", "))]

@@ -1,6 +1,7 @@
 //! Loom models of the worker pool's hand-off (src/crew.rs): parked threads
 //! handed runs back to back, runs queued by two callers at once, and
-//! shutdown.
+//! shutdown; and the asynchronous path's wake-up (`Worklist::submit`'s
+//! `RunFuture` polls its run's ticket with `Ticket::poll_done`).
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" cargo test -p skelaff-worklist --release --test loom_crew
@@ -12,12 +13,20 @@
 //! happens before `run_scoped` returns — the guarantee that lets a run
 //! borrow the caller's data. The caller also checks that each thread
 //! called each job exactly once.
+//!
+//! The asynchronous models drive `poll_done` as an executor does, blocking
+//! on `Pending` until the task's waker is woken: a poll that
+//! registers its waker after the last thread has completed the run (and
+//! looked for a waker) would block for good, and loom reports the
+//! deadlock.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
+use loom::sync::Notify;
 use loom::thread;
-use skelaff_worklist::crew::Crew;
+use skelaff_worklist::crew::{Crew, Ticket};
+use std::task::{Context, Wake, Waker};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -102,6 +111,70 @@ fn a_panicking_job_is_counted_and_reported() {
         let ((), panicked) = crew.run_scoped(&|_| panic!("boom"), || ());
         assert!(panicked);
         one_run(&crew, 1);
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+/// An owned run of one thread, as `Worklist::submit` gives one, awaited as
+/// `RunFuture` awaits it.
+fn await_owned_run(crew: &Crew, first_poll_with_another_waker: bool) {
+    let ticket = crew.run_owned(Box::new(|_: usize| {}));
+    if first_poll_with_another_waker {
+        // A first poll by another task (a future moved between tasks):
+        // the waker that counts is the last one registered.
+        let _ = ticket.poll_done(&mut Context::from_waker(Waker::noop()));
+    }
+    block_on_ticket(&ticket);
+    assert!(ticket.is_done());
+}
+
+/// A task's waker for a model: wakes the task blocked in
+/// [`block_on_ticket`] through loom's `Notify` (which also returns
+/// spuriously where it may).
+struct TaskWaker(Notify);
+
+impl Wake for TaskWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.notify();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.notify();
+    }
+}
+
+/// Polls the ticket as `RunFuture::poll` does until it is ready, blocking
+/// the task between two polls until its waker is woken (as an executor
+/// does; loom's `future::block_on` needs a loom feature the workspace
+/// leaves off).
+fn block_on_ticket(ticket: &Ticket) {
+    let task = std::sync::Arc::new(TaskWaker(Notify::new()));
+    let waker = Waker::from(task.clone());
+    while ticket.poll_done(&mut Context::from_waker(&waker)).is_pending() {
+        task.0.wait();
+    }
+}
+
+#[test]
+fn a_future_polled_while_its_run_completes_is_woken() {
+    model(|| {
+        let (crew, threads) = start(1);
+        await_owned_run(&crew, false);
+        crew.shutdown();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_future_polled_again_with_another_waker_wakes_the_last() {
+    model(|| {
+        let (crew, threads) = start(1);
+        await_owned_run(&crew, true);
         crew.shutdown();
         for t in threads {
             t.join().unwrap();

@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use skelaff_numa_alloc::park::{Parker, Unparker};
+
 use crate::assist::AssistUnavailable;
 use crate::engine::engine;
 use crate::primitive::{Ordering, spin_loop, yield_now};
@@ -18,24 +20,25 @@ const SPINS_BEFORE_PARK: u32 = 1024;
 /// Idle rounds between two yields of a spinning auxiliary.
 const YIELD_EVERY: u32 = 256;
 
-/// The longest park: a lost wake-up (there should be none) costs this much.
+/// The longest park: a lost wake-up (there should be none; `park`'s loom
+/// model checks the protocol) costs this much.
 const PARK_LIMIT: Duration = Duration::from_millis(50);
 
-/// Starts the auxiliary thread of channel `ch`, pinned to `cpu` if given.
-pub(super) fn spawn(ch: Arc<Channel>, cpu: Option<usize>) -> Result<std::thread::Thread, AssistUnavailable> {
+/// Starts the auxiliary thread of channel `ch`, pinned to `cpu` if given;
+/// returns the unparker of the parker it idles on.
+pub(super) fn spawn(ch: Arc<Channel>, cpu: Option<usize>) -> Result<Unparker, AssistUnavailable> {
     use skelaff_numa_alloc::pin::{Birthplace, spawn_pinned};
+    let start = |place: Birthplace| {
+        let (ch, parker) = (ch.clone(), Parker::new());
+        let unparker = parker.unparker();
+        spawn_pinned("stm-auxiliary", place, move || run(&ch, &parker)).map(|_| unparker)
+    };
     // Born on its CPU; unpinned if that CPU is refused: the pair still
     // works, only slower.
-    let born = cpu.and_then(|cpu| {
-        let ch = ch.clone();
-        spawn_pinned("stm-auxiliary", Birthplace::Cpu(cpu), move || run(&ch)).ok()
-    });
-    let handle = match born {
-        Some(h) => h,
-        None => spawn_pinned("stm-auxiliary", Birthplace::Inherited, move || run(&ch))
-            .map_err(|e| AssistUnavailable::Spawn { message: e.to_string() })?,
-    };
-    Ok(handle.thread().clone())
+    match cpu.and_then(|cpu| start(Birthplace::Cpu(cpu)).ok()) {
+        Some(unparker) => Ok(unparker),
+        None => start(Birthplace::Inherited).map_err(|e| AssistUnavailable::Spawn { message: e.to_string() }),
+    }
 }
 
 /// Marks the auxiliary gone when its loop ends, also by unwinding.
@@ -47,7 +50,7 @@ impl Drop for Alive<'_> {
     }
 }
 
-fn run(ch: &Channel) {
+fn run(ch: &Channel, parker: &Parker) {
     let _alive = Alive(ch);
     let mut cur = AuxCursor::default();
     let mut idle = 0u32;
@@ -63,14 +66,14 @@ fn run(ch: &Channel) {
         }
         idle = idle.saturating_add(1);
         if idle >= SPINS_BEFORE_PARK && ch.park_idle.load(Ordering::Relaxed) && ch.app_outside() {
-            // Announce, then re-check: the application thread stores its
-            // attempt and then loads `sleeping` (both SeqCst), so either
-            // it wakes us or we see its attempt here.
-            ch.sleeping.store(true, Ordering::SeqCst);
-            if ch.app_outside() && !ch.shutdown.load(Ordering::SeqCst) && !ch.has_entries(&cur) {
-                std::thread::park_timeout(PARK_LIMIT);
-            }
-            ch.sleeping.store(false, Ordering::SeqCst);
+            // The crate's one parker: it announces this thread, fences and
+            // looks again before parking; the application thread stores its
+            // attempt, fences and wakes it if announced (`Assistant::begin`),
+            // so either it wakes us or we see its attempt. At most one park:
+            // then round the loop again.
+            let _ = ch.parking.park_until(parker, Some(PARK_LIMIT), || {
+                !ch.app_outside() || ch.shutdown.load(Ordering::Acquire) || ch.has_entries(&cur)
+            });
             idle = 0;
         } else if idle % YIELD_EVERY == 0 {
             // Lets a thread that shares this CPU (oversubscribed, or

@@ -61,6 +61,8 @@ mod pairing;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use skelaff_numa_alloc::park::Unparker;
+
 use crate::assist::{AssistPairing, AssistUnavailable, AuxPlacement, Throttle};
 #[cfg(all(not(loom), feature = "fault-injection"))]
 use crate::primitive::AtomicU64;
@@ -104,8 +106,8 @@ fn fault() -> u64 {
 pub(crate) struct Assistant {
     ch: Arc<Channel>,
     cur: AppCursor,
-    /// The auxiliary thread, to wake it.
-    aux: Option<std::thread::Thread>,
+    /// The auxiliary thread's unparker, to wake it (see `Channel::parking`).
+    aux: Option<Unparker>,
     pairing: AssistPairing,
     /// The CPUs claimed for this pair (released on drop).
     #[cfg_attr(loom, allow(dead_code))]
@@ -160,11 +162,12 @@ impl Assistant {
             self.park_idle = throttle.park_idle;
             self.ch.park_idle.store(throttle.park_idle, Ordering::Relaxed);
         }
+        // Stores the attempt, then a SeqCst fence (see `AppCursor::begin`):
+        // the waker's half of the auxiliary's parking, whose condition
+        // includes "the application thread is in an attempt".
         self.cur.begin(&self.ch);
-        if self.cur.aux_sleeping(&self.ch) {
-            if let Some(t) = &self.aux {
-                t.unpark();
-            }
+        if let Some(aux) = &self.aux {
+            self.ch.parking.wake_after_fence(aux);
         }
     }
 
@@ -245,8 +248,10 @@ impl Drop for Assistant {
     fn drop(&mut self) {
         self.cur.end(&self.ch);
         self.ch.shutdown.store(true, Ordering::Release);
-        if let Some(t) = &self.aux {
-            t.unpark();
+        // Unconditionally: a token the auxiliary's next park consumes at
+        // once, whether or not it has announced itself yet.
+        if let Some(aux) = &self.aux {
+            aux.unpark();
         }
         #[cfg(not(loom))]
         pairing::release(&self.claimed);

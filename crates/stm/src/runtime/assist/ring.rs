@@ -36,6 +36,7 @@
 //! grows, so the invariant holds whichever of the two words is older.
 
 use crossbeam_utils::CachePadded;
+use skelaff_numa_alloc::park::Parking;
 
 use crate::lockword::{is_locked, owner, version};
 use crate::primitive::{AtomicBool, AtomicU64, Ordering, UnsafeCell, fence, spin_loop, yield_now};
@@ -91,8 +92,9 @@ pub struct Channel {
     /// The attempt whose locks the auxiliary may be loading right now (0:
     /// none): its busy section (see the module docs).
     aux_busy: CachePadded<AtomicU64>,
-    /// The auxiliary thread is parked, or about to park.
-    pub(crate) sleeping: AtomicBool,
+    /// Where the idle auxiliary thread parks (its waker: the application
+    /// thread, when it starts an attempt).
+    pub(crate) parking: Parking,
     /// The auxiliary thread runs (false once it exits or unwinds).
     pub(crate) alive: AtomicBool,
     /// The application side is gone: the auxiliary thread exits.
@@ -135,7 +137,7 @@ impl Channel {
             progress: CachePadded::new(AtomicU64::new(0)),
             stamp: AtomicU64::new(0),
             conflict: CachePadded::new(AtomicU64::new(0)),
-            sleeping: AtomicBool::new(false),
+            parking: Parking::new(),
             alive: AtomicBool::new(true),
             shutdown: AtomicBool::new(false),
             park_idle: AtomicBool::new(false),
@@ -255,19 +257,15 @@ impl AppCursor {
         }
         self.sent = 0;
         self.kept = false;
-        // SeqCst: pairs with the auxiliary's `sleeping` store and re-check
-        // before it parks (see `auxiliary`): either it sees this attempt,
-        // or the caller sees it sleeping and wakes it.
         ch.app_attempt.store(self.attempt, Ordering::SeqCst);
         // The last attempt's words may be freed once the caller moves its
-        // record on: not while the auxiliary loads their locks.
+        // record on: not while the auxiliary loads their locks. Its SeqCst
+        // fence, after the store above, is also the waker's fence of the
+        // auxiliary's parking: the caller then wakes it with
+        // `Parking::wake_after_fence` (the auxiliary's condition is this
+        // attempt; see `auxiliary`). Only the loom model without the
+        // handshake skips the fence, and it parks nobody.
         ch.quiesce(self.attempt);
-    }
-
-    /// Whether the auxiliary may be parked (the caller should wake it).
-    #[inline]
-    pub fn aux_sleeping(&self, ch: &Channel) -> bool {
-        ch.sleeping.load(Ordering::SeqCst)
     }
 
     /// Ends the transaction: the auxiliary may go idle. Returns once the
