@@ -21,7 +21,7 @@ mod config;
 #[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
-mod oracle;
+mod moves;
 #[cfg(not(loom))]
 mod page_policy;
 #[cfg(not(loom))]
@@ -50,8 +50,6 @@ pub use config::{Builder, Helpers, PagePolicy, TxAssist};
 #[cfg(not(loom))]
 pub use error::Error;
 #[cfg(not(loom))]
-pub use oracle::OracleStretch;
-#[cfg(not(loom))]
 pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
 #[cfg(not(loom))]
 pub use pool::Distribution;
@@ -62,6 +60,9 @@ pub use report::{
 };
 #[cfg(not(loom))]
 pub use run::{RunFuture, Worklist};
+/// The applied oracle's stretch lives with the oracle, in `skelaff-locality`.
+#[cfg(not(loom))]
+pub use skelaff_locality::OracleStretch;
 #[cfg(not(loom))]
 pub use skeleton::{ProcessCtx, Skeleton, WorkerInfo};
 #[cfg(not(loom))]

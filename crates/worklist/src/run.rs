@@ -14,16 +14,16 @@ use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use skelaff_locality::{Migrator, SampleBoard};
 use skelaff_numa_alloc::pin::Birthplace;
 use skelaff_numa_alloc::{Topology, pin};
 
-use crate::access_profile::{AccessProfile, MIGRATION_SLOT};
+use crate::access_profile::AccessProfile;
 use crate::affinity::Resolver;
 use crate::assist::{Assist, NoAssist};
 use crate::config::{Builder, Helpers, PagePolicy};
 use crate::crew::Ticket;
 use crate::error::Error;
+use crate::moves;
 use crate::page_policy;
 use crate::placement::{HelperPlace, HelperSite, Layout};
 use crate::pool::{Pool, Signal, WorkerQueue};
@@ -414,7 +414,6 @@ pub(crate) struct RunJob<S: Skeleton, H: Hold<S>> {
     infos: Vec<WorkerInfo>,
     queues: Vec<Mutex<Option<WorkerQueue<S::Unit>>>>,
     results: Vec<Mutex<Option<WorkerReport>>>,
-    migrator: Mutex<Option<Migrator>>,
     /// Nanoseconds from `state.start` to the first worker's start and the
     /// last one's end (the report's `wall`).
     first_start: AtomicU64,
@@ -435,10 +434,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
         }
         let nodes: Vec<Option<usize>> = pool.infos.iter().map(|i| i.node).collect();
         let (units, queues) = Pool::new(cfg.distribution, &nodes);
-        // The applied oracle's board and what is left of its stretch, while
-        // it has not acted (its stretch may span several runs).
-        let oracle = cfg.oracle.as_ref().and_then(|o| o.next_run(threads));
-        let state = RunState {
+        let mut state = RunState {
             data,
             _skeleton: std::marker::PhantomData,
             signal: Signal::new(seeds.len()),
@@ -455,11 +451,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
             access_profile: cfg.access_profile,
             samplers: Mutex::new(Vec::new()),
             affinity: cfg.affinity,
-            board: match (cfg.migration, &oracle) {
-                (Some(_), _) => Some(SampleBoard::new(threads, MIGRATION_SLOT)),
-                (None, Some((board, _))) => Some(board.clone()),
-                (None, None) => None,
-            },
+            mover: None,
         };
         if cfg.affinity {
             let mut resolver = Resolver::new(state.page_size);
@@ -470,26 +462,13 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
         decide_layout(&state, cfg, &pool.mapping, &pool.layout);
         // Started before the workers, on the run's clock, so move times
         // compare with sample times.
-        let node_count = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
-        let page_size = state.page_size as u64;
-        let migrator = match (cfg.migration, &oracle, &cfg.oracle, &state.board) {
-            (Some(rule), _, _, Some(board)) => {
-                Some(Migrator::start(board.clone(), rule, node_count, page_size, state.start))
-            }
-            (None, Some((board, left)), Some(stretch), _) => {
-                Some(Migrator::start_oracle(board.clone(), *left, stretch.hold(), node_count, page_size, state.start))
-            }
-            _ => None,
-        }
-        .transpose()
-        .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
+        state.mover = moves::start(cfg, threads, topo, state.start)?;
         Ok(RunJob {
             state,
             cfg: cfg.clone(),
             infos: pool.infos.clone(),
             queues: queues.into_iter().map(|q| Mutex::new(Some(q))).collect(),
             results: (0..threads).map(|_| Mutex::new(None)).collect(),
-            migrator: Mutex::new(migrator),
             first_start: AtomicU64::new(u64::MAX),
             last_end: AtomicU64::new(0),
             setup: began.elapsed(),
@@ -537,15 +516,12 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
                 .load(Ordering::Relaxed)
                 .saturating_sub(self.first_start.load(Ordering::Relaxed).min(self.last_end.load(Ordering::Relaxed))),
         );
-        // Stopped before anything can return: the thread must not outlive the run.
-        let migration = self.migrator.lock().take().map(Migrator::stop).transpose();
-        if let (Some(stretch), Ok(log)) = (&cfg.oracle, &migration) {
-            // The oracle acted in this run if it held the workers for its
-            // moves; either way the run's time counts toward its stretch.
-            let acted = log.as_ref().is_some_and(|l| l.held_workers.is_some());
-            stretch.run_ended(state.start.elapsed(), acted);
-        }
-        let migration = migration.map_err(|e| Error::Profile(format!("the migration thread: {e}")))?;
+        // Stopped before anything can return: the thread must not outlive
+        // the run (an oracle's stop counts the run's time toward its stretch).
+        let migration = match &state.mover {
+            Some(mover) => mover.stop().map_err(|e| Error::Profile(format!("the migration thread: {e}")))?,
+            None => None,
+        };
         if let Some((worker, message)) = state.failure.lock().take() {
             return Err(Error::Panicked { worker, message });
         }

@@ -16,6 +16,7 @@ use crate::access_profile::{FinishedSampler, WorkerSampler};
 use crate::affinity::{AffinityFigures, Home, Resolver};
 use crate::assist::Assist;
 use crate::config::PagePolicy;
+use crate::moves::PageMover;
 use crate::page_policy;
 use crate::pool::{Pool, Signal, WorkerQueue};
 use crate::report::time::{self, Attempts, Turn, UnitClock};
@@ -117,8 +118,9 @@ pub(crate) struct RunState<S: Skeleton, H: Hold<S>> {
     pub(crate) samplers: Mutex<Vec<FinishedSampler>>,
     /// Queue units on their data's node ([`Skeleton::affinity`]).
     pub(crate) affinity: bool,
-    /// The migration thread's sample board, when pages migrate as the run goes.
-    pub(crate) board: Option<std::sync::Arc<skelaff_locality::SampleBoard>>,
+    /// What moves the pages as the run goes (a migration rule's thread,
+    /// the applied oracle), when something does.
+    pub(crate) mover: Option<Arc<dyn PageMover>>,
 }
 
 impl<S: Skeleton, H: Hold<S>> RunState<S, H> {
@@ -220,7 +222,7 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     let mut user = state.skeleton().init_worker(state.shared(), &info);
     let mut ctx = ProcessCtx::new(info);
     let mut sampler = match state.access_profile {
-        Some(s) => match WorkerSampler::start(s, info.index, page_policy::bind_node(&info), state.board.clone()) {
+        Some(s) => match WorkerSampler::start(s, info.index, page_policy::bind_node(&info), state.mover.clone()) {
             Ok(w) => Some(w),
             Err(e) => {
                 state.fail(Some(info.index), e);
