@@ -21,7 +21,13 @@ mod config;
 #[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
+mod helper_run;
+#[cfg(not(loom))]
+mod job;
+#[cfg(not(loom))]
 mod moves;
+#[cfg(not(loom))]
+mod observe;
 #[cfg(not(loom))]
 mod page_policy;
 #[cfg(not(loom))]
@@ -32,6 +38,8 @@ mod pool;
 mod report;
 #[cfg(not(loom))]
 mod run;
+#[cfg(not(loom))]
+mod run_state;
 #[cfg(not(loom))]
 mod skeleton;
 #[cfg(not(loom))]
