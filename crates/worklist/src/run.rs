@@ -140,10 +140,10 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
     }
 
     /// Runs as [`run`](Worklist::run) does, with helper threads from
-    /// `assist` beside the workers as the builder's [`Helpers`] setting
+    /// `assist` beside the workers as the builder's [`Helpers`](crate::Helpers) setting
     /// asks (paper §4.2, Fig. 6): each worker holds two units, hands the
     /// next one to its helper and processes the previous one. With
-    /// [`Helpers::Off`], or for workers that get no helper, the workers run
+    /// [`Helpers::Off`](crate::Helpers::Off), or for workers that get no helper, the workers run
     /// the plain loop; `assist` still sees each worker's start and end.
     ///
     /// Helper threads run inside the run's thread scope: they are joined
