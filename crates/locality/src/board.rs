@@ -4,39 +4,20 @@
 //! them by page and node: an epoch, or the applied oracle's whole stretch,
 //! needs only the counts, so a slot holds at most `capacity` distinct
 //! `(page, node)` pairs between two drains however many samples fall on
-//! them, and counts the samples of pairs it had no room for;
-//! the gate at which the applied oracle holds the workers while it moves
-//! pages; and the oracle of the current run, which the first worker to see
-//! its stretch end acts on itself.
+//! them, and counts the samples of pairs it had no room for; and the
+//! gate at which the applied oracle holds the workers while it moves
+//! pages. The oracle itself (its stretch, its state, who acts) is the
+//! oracle module's: the board knows nothing of it.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-/// An oracle's due time when its stretch is in units: never by time, yet
-/// not `u64::MAX`, which says that no oracle waits (the two special values
-/// of [`SampleBoard`]'s `oracle_due_ns`).
-pub(crate) const NEVER: u64 = u64::MAX - 1;
-
-/// An applied oracle waiting on a board for its stretch to end, as the
-/// board sees it: something the first worker to find it due acts on. The
-/// migration module's oracle task is the one kind; the board names only
-/// this, so that it does not depend on the migration code that depends on
-/// it.
-pub(crate) trait WaitingOracle: fmt::Debug + Send + Sync {
-    /// Claims the oracle and acts on it (`acting` of the board's workers
-    /// being the caller); whether the caller claimed it.
-    fn act(&self, board: &SampleBoard, acting: usize) -> bool;
-}
-
-/// The workers' recent samples, one bounded slot per worker; the gate at
-/// which the applied oracle holds the workers while it moves pages; and
-/// the applied oracle of the current run, which a worker that sees its
-/// stretch end acts on itself ([`SampleBoard::act_if_due`]).
+/// The workers' recent samples, one bounded slot per worker, and the gate
+/// at which the applied oracle holds the workers while it moves pages.
 #[derive(Debug)]
 pub struct SampleBoard {
     pub(crate) slots: Vec<Mutex<HashMap<(u64, u16), u64>>>,
@@ -46,17 +27,6 @@ pub struct SampleBoard {
     hold: AtomicBool,
     gate: Mutex<Gate>,
     changed: Condvar,
-    /// When the current run's oracle is due, in nanoseconds on the run's
-    /// clock; `u64::MAX` when there is none or it has been claimed.
-    pub(crate) oracle_due_ns: AtomicU64,
-    /// The board's unit count at which the current oracle is due, when its
-    /// stretch is in units; `u64::MAX` otherwise.
-    pub(crate) oracle_due_units: AtomicU64,
-    /// Units committed while an oracle with a stretch of units waited
-    /// ([`SampleBoard::count_unit`]), over every run on this board.
-    units: AtomicU64,
-    /// The applied oracle of the current run, if one waits.
-    pub(crate) oracle: Mutex<Option<Arc<dyn WaitingOracle>>>,
 }
 
 /// Workers between [`SampleBoard::enter`] and [`SampleBoard::leave`], how
@@ -80,58 +50,7 @@ impl SampleBoard {
             hold: AtomicBool::new(false),
             gate: Mutex::new(Gate::default()),
             changed: Condvar::new(),
-            oracle_due_ns: AtomicU64::new(u64::MAX),
-            oracle_due_units: AtomicU64::new(u64::MAX),
-            units: AtomicU64::new(0),
-            oracle: Mutex::new(None),
         })
-    }
-
-    /// Whether an applied oracle waits for its stretch to end (one relaxed
-    /// load): a worker then reads the clock between units and asks
-    /// [`oracle_due`](Self::oracle_due).
-    #[inline]
-    pub fn oracle_waiting(&self) -> bool {
-        self.oracle_due_ns.load(Ordering::Relaxed) != u64::MAX
-    }
-
-    /// Whether the oracle's stretch has ended at `now` (on the run's clock),
-    /// or with the units counted so far, and nobody has acted on it yet.
-    #[inline]
-    pub fn oracle_due(&self, now: Duration) -> bool {
-        let due = self.oracle_due_ns.load(Ordering::Relaxed);
-        (due < NEVER && u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) >= due)
-            || self.units.load(Ordering::Relaxed) >= self.oracle_due_units.load(Ordering::Relaxed)
-    }
-
-    /// A worker committed a unit: counted when the waiting oracle's stretch
-    /// is in units (one relaxed load otherwise).
-    #[inline]
-    pub fn count_unit(&self) {
-        if self.oracle_due_units.load(Ordering::Relaxed) != u64::MAX {
-            self.units.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Units counted on this board so far ([`count_unit`](Self::count_unit)).
-    pub fn units_counted(&self) -> u64 {
-        self.units.load(Ordering::Relaxed)
-    }
-
-    /// A worker between two units, its samples posted: if the oracle is
-    /// due and nobody has claimed it, this worker moves the pages itself,
-    /// holding the other workers (it counts itself among the held), and
-    /// returns `true`. Under an emulator that runs many virtual CPUs on few
-    /// host cores, the migration thread waited for a CPU for hundreds of
-    /// milliseconds after its epoch, by which time short runs had ended; a
-    /// running worker has one. What it did goes to the oracle's log, and a
-    /// kernel error there is returned by [`Migrator::stop`](crate::Migrator::stop).
-    pub fn act_if_due(&self, now: Duration) -> bool {
-        if !self.oracle_due(now) {
-            return false;
-        }
-        let Some(task) = self.oracle.lock().clone() else { return false };
-        task.act(self, 1)
     }
 
     /// A worker starts posting: the oracle waits for it at its moves.
@@ -278,17 +197,6 @@ impl SampleBoard {
             }
         }
         (counts, at)
-    }
-
-    /// The run is over: no worker may act on `task` any more (a later
-    /// run's oracle on the same board is left alone).
-    pub(crate) fn withdraw_oracle<T: WaitingOracle>(&self, task: &Arc<T>) {
-        let mut o = self.oracle.lock();
-        if o.as_ref().is_some_and(|t| std::ptr::addr_eq(Arc::as_ptr(t), Arc::as_ptr(task))) {
-            *o = None;
-            self.oracle_due_ns.store(u64::MAX, Ordering::Relaxed);
-            self.oracle_due_units.store(u64::MAX, Ordering::Relaxed);
-        }
     }
 }
 

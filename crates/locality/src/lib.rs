@@ -9,6 +9,7 @@ mod format;
 mod kernel;
 mod machine;
 mod migrate;
+mod oracle;
 mod page_index;
 mod plan;
 #[cfg(feature = "plots")]
@@ -25,7 +26,8 @@ pub use footprint::{Footprint, FootprintCell, SharingRow};
 pub use format::RECORD_BYTES;
 pub use kernel::{Applied, page_nodes};
 pub use machine::{DEFAULT_REMOTE_DISTANCE, LOCAL_DISTANCE, MAX_DISTANCE, MAX_NODES, Machine, PaperMachine};
-pub use migrate::{MigrationLog, Migrator, PageMove, Stretch};
+pub use migrate::{MigrationLog, Migrator, PageMove};
+pub use oracle::{AppliedOracle, OracleRun, OracleStretch, Stretch};
 pub use page_index::PageIndex;
 pub use plan::PlacementPlan;
 pub use profile::{Access, AccessKind, Attribution, Profile, ProfileHeader, Sampling};

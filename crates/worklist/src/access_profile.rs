@@ -29,10 +29,12 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use skelaff_locality::{
-    Access, Attribution, Machine, MigrationLog, Overflow, Profile, ProfileHeader, Recorder, SampleBoard, Sampling,
+    Access, Attribution, Machine, MigrationLog, Overflow, Profile, ProfileHeader, Recorder, Sampling,
 };
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::sampler;
+
+use crate::moves::PageMover;
 
 /// The STM sampler's own buffer: it is drained after every
 /// [`DRAIN_UNITS`] units, so it only has to hold that many units' samples
@@ -57,12 +59,6 @@ pub(crate) const DRAIN_UNITS: u32 = 64;
 /// (labyrinth's: a few per worker) 64 units are the whole run.
 const POST_EVERY: Duration = Duration::from_millis(1);
 
-/// Distinct `(page, node)` pairs each worker's slot of the migration board
-/// (where the workers post their kept samples) counts between two epochs
-/// (the applied oracle's stretch is one epoch): the size the run gives a
-/// migration rule's board and the oracle its stretch's.
-pub(crate) const MIGRATION_SLOT: usize = 1 << 14;
-
 /// One worker's share of the profile while it runs.
 pub(crate) struct WorkerSampler {
     thread: u16,
@@ -79,8 +75,10 @@ pub(crate) struct WorkerSampler {
     undrained: u32,
     /// When this worker last drained at a checkpoint (time since the run's start).
     posted_at: Duration,
-    /// Where each kept sample also goes when pages migrate as the run goes.
-    board: Option<Arc<SampleBoard>>,
+    /// What moves pages as the run goes, when something does: each kept
+    /// sample also goes to its board, and the worker looks in at its
+    /// checkpoints.
+    mover: Option<Arc<dyn PageMover>>,
 }
 
 impl WorkerSampler {
@@ -89,15 +87,15 @@ impl WorkerSampler {
         sampling: Sampling,
         thread: usize,
         node: usize,
-        board: Option<Arc<SampleBoard>>,
+        mover: Option<Arc<dyn PageMover>>,
     ) -> Result<WorkerSampler, String> {
         sampler::enable(sampling.period, UNIT_SAMPLES).map_err(|e| format!("starting the access sampler: {e}"))?;
         let _ = sampler::take();
         // The STM already keeps one access in `period`; the recorder keeps
         // every sample it is given until its capacity forces it to thin.
         let every = Sampling { period: 1, capacity: sampling.capacity };
-        if let Some(b) = &board {
-            b.enter();
+        if let Some(m) = &mover {
+            m.board().enter();
         }
         Ok(WorkerSampler {
             thread: u16::try_from(thread).unwrap_or(u16::MAX),
@@ -112,7 +110,7 @@ impl WorkerSampler {
             unit: sampler::Samples::default(),
             undrained: 0,
             posted_at: Duration::ZERO,
-            board,
+            mover,
         })
     }
 
@@ -120,9 +118,7 @@ impl WorkerSampler {
     #[inline]
     pub(crate) fn unit_done(&mut self, at: impl Fn() -> Duration, page_size: usize) {
         self.undrained += 1;
-        if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting())
-            && self.checkpoint(&at, page_size, true)
-        {
+        if self.mover.as_ref().is_some_and(|m| m.looking()) && self.checkpoint(&at, page_size, true) {
             return;
         }
         if self.undrained >= DRAIN_UNITS {
@@ -136,7 +132,7 @@ impl WorkerSampler {
     /// two units).
     #[inline]
     pub(crate) fn idle(&mut self, at: impl Fn() -> Duration, page_size: usize) {
-        if self.board.as_ref().is_some_and(|b| b.holding() || b.oracle_waiting()) {
+        if self.mover.as_ref().is_some_and(|m| m.looking()) {
             self.checkpoint(&at, page_size, false);
         }
     }
@@ -150,17 +146,17 @@ impl WorkerSampler {
     /// Whether the samples were drained.
     #[cold]
     fn checkpoint(&mut self, at: &impl Fn() -> Duration, page_size: usize, unit: bool) -> bool {
-        // Decided on the borrowed board (no clone of the shared `Arc`, whose
+        // Decided on the borrowed mover (no clone of the shared `Arc`, whose
         // count every worker would bump after every unit of the stretch).
-        let due = match &self.board {
+        let due = match &self.mover {
             None => return false,
-            Some(b) if b.holding() => None,
-            Some(b) => {
+            Some(m) if m.board().holding() => None,
+            Some(m) => {
                 if unit {
-                    b.count_unit();
+                    m.unit_committed();
                 }
                 let now = at();
-                if !b.oracle_due(now) {
+                if !m.due(now) {
                     if self.undrained > 0 && now.saturating_sub(self.posted_at) >= POST_EVERY {
                         self.posted_at = now;
                         self.drain(|| now, page_size);
@@ -175,11 +171,11 @@ impl WorkerSampler {
             None => self.drain(at, page_size),
             Some(now) => self.drain(|| now, page_size),
         }
-        if let Some(b) = &self.board {
+        if let Some(m) = &self.mover {
             match due {
-                None => b.checkpoint(),
+                None => m.board().checkpoint(),
                 Some(now) => {
-                    b.act_if_due(now);
+                    m.act_if_due(now);
                 }
             }
         }
@@ -209,10 +205,13 @@ impl WorkerSampler {
         // worker's slot is locked: a drain of the board then either has the
         // whole batch and its time is before the drain's, or neither (see
         // `SampleBoard::post_stamped`).
-        let at = match &self.board {
-            Some(b) => {
-                b.post_stamped(usize::from(self.thread), self.node, at, s.accesses.iter().map(|a| page_of(a.addr)))
-            }
+        let at = match &self.mover {
+            Some(m) => m.board().post_stamped(
+                usize::from(self.thread),
+                self.node,
+                at,
+                s.accesses.iter().map(|a| page_of(a.addr)),
+            ),
             None => at(),
         };
         let t = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX);
@@ -229,8 +228,8 @@ impl WorkerSampler {
     /// Switches the sampler off; the last samples are drained first.
     pub(crate) fn stop(mut self, at: impl FnOnce() -> Duration, page_size: usize) -> FinishedSampler {
         self.drain(at, page_size);
-        if let Some(b) = &self.board {
-            b.leave();
+        if let Some(m) = &self.mover {
+            m.board().leave();
         }
         let _ = sampler::disable();
         FinishedSampler { recorder: self.recorder, seen: self.seen, dropped: self.dropped }
@@ -524,21 +523,16 @@ mod tests {
 
     #[test]
     fn while_an_oracle_waits_a_worker_posts_its_samples_every_millisecond() {
-        use skelaff_locality::{Migrator, Stretch};
+        use skelaff_locality::OracleStretch;
         use skelaff_stm::{Config, TVar, TxOps, atomically_with};
         let page_size = 4096;
-        let board = SampleBoard::new(1, 1 << 10);
         // A stretch of units no unit here ends: the oracle waits throughout.
-        let oracle = Migrator::start_oracle(
-            board.clone(),
-            Stretch::Units(1000),
-            None,
-            1,
-            page_size as u64,
-            std::time::Instant::now(),
-        )
-        .unwrap();
-        let mut w = WorkerSampler::start(Sampling { period: 1, capacity: 1 << 10 }, 0, 0, Some(board.clone())).unwrap();
+        let stretch = OracleStretch::units(1000);
+        let sampling = Sampling { period: 1, capacity: 1 << 10 };
+        let cfg = crate::Builder::new().access_profile(Some(sampling)).oracle(Some(stretch.clone()));
+        let topo = Topology::get().unwrap();
+        let mover = crate::moves::start(&cfg, 1, topo, std::time::Instant::now()).unwrap().expect("an oracle");
+        let mut w = WorkerSampler::start(sampling, 0, 0, Some(mover.clone())).unwrap();
         let v = TVar::new(0u64);
         let unit_ending_at = |w: &mut WorkerSampler, us: u64| {
             // Sampled mode: the worker's own transactions in a profiled run.
@@ -561,8 +555,8 @@ mod tests {
         assert_eq!(w.undrained, 0);
         assert_eq!(w.recorder.samples().last().map(|a| a.time_ns), Some(2_200_000));
         // Every unit counted toward the stretch.
-        assert_eq!(board.units_counted(), 4);
-        oracle.stop().unwrap();
+        assert_eq!(stretch.units_counted(), 4);
+        mover.stop().unwrap();
         // With no oracle waiting, only every `DRAIN_UNITS` units, whatever the time.
         let kept = w.recorder.samples().len();
         unit_ending_at(&mut w, 10_000_000);

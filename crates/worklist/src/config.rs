@@ -12,9 +12,9 @@ use skelaff_stm::{ContentionManager, Throttle};
 use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
-use crate::oracle::OracleStretch;
 use crate::placement::{Placement, ThreadMapping, TopologyPlacement};
 use crate::pool::Distribution;
+use skelaff_locality::OracleStretch;
 
 /// Where the memory a worker allocates is placed (through `NumaAlloc` when
 /// it is the global allocator, else through the thread's kernel policy).

@@ -21,7 +21,13 @@ mod config;
 #[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
-mod oracle;
+mod helper_run;
+#[cfg(not(loom))]
+mod job;
+#[cfg(not(loom))]
+mod moves;
+#[cfg(not(loom))]
+mod observe;
 #[cfg(not(loom))]
 mod page_policy;
 #[cfg(not(loom))]
@@ -32,6 +38,8 @@ mod pool;
 mod report;
 #[cfg(not(loom))]
 mod run;
+#[cfg(not(loom))]
+mod run_state;
 #[cfg(not(loom))]
 mod skeleton;
 #[cfg(not(loom))]
@@ -50,8 +58,6 @@ pub use config::{Builder, Helpers, PagePolicy, TxAssist};
 #[cfg(not(loom))]
 pub use error::Error;
 #[cfg(not(loom))]
-pub use oracle::OracleStretch;
-#[cfg(not(loom))]
 pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
 #[cfg(not(loom))]
 pub use pool::Distribution;
@@ -62,6 +68,9 @@ pub use report::{
 };
 #[cfg(not(loom))]
 pub use run::{RunFuture, Worklist};
+/// The applied oracle's stretch lives with the oracle, in `skelaff-locality`.
+#[cfg(not(loom))]
+pub use skelaff_locality::OracleStretch;
 #[cfg(not(loom))]
 pub use skeleton::{ProcessCtx, Skeleton, WorkerInfo};
 #[cfg(not(loom))]

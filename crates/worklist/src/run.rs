@@ -1,35 +1,23 @@
-//! A run: prepare it, hand its workers' part to a [`WorkerPool`]'s parked
-//! threads (the helpers start in a thread scope meanwhile), wait until
-//! every thread is done with it, and gather the report.
+//! A run: made, seeded and started in phases (see the `job` module), its
+//! workers' part handed to a [`WorkerPool`]'s parked threads (the helpers
+//! start in a thread scope meanwhile), and once every thread is done with
+//! it, the report gathered.
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::thread::{Scope, ScopedJoinHandle};
-use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-use skelaff_locality::{Migrator, SampleBoard};
-use skelaff_numa_alloc::pin::Birthplace;
-use skelaff_numa_alloc::{Topology, pin};
-
-use crate::access_profile::{AccessProfile, MIGRATION_SLOT};
-use crate::affinity::Resolver;
 use crate::assist::{Assist, NoAssist};
-use crate::config::{Builder, Helpers, PagePolicy};
+use crate::config::Builder;
 use crate::crew::Ticket;
 use crate::error::Error;
-use crate::page_policy;
-use crate::placement::{HelperPlace, HelperSite, Layout};
-use crate::pool::{Pool, Signal, WorkerQueue};
-use crate::report::{ChannelFigures, Decision, HelpersReport, NoHelper, RunReport, WorkerReport};
-use crate::skeleton::{Skeleton, WorkerInfo};
-use crate::worker::{Borrowed, Finish, Held, Hold, Kept, RunState, worker};
+use crate::helper_run::HelperSet;
+use crate::job::{Joined, Made, RunJob};
+use crate::report::RunReport;
+use crate::run_state::{Borrowed, Held, Kept};
+use crate::skeleton::Skeleton;
 use crate::worker_pool::{WorkerPool, layout_of, per_run_pool, process_pool};
 
 /// A transactional worklist: seed it with units, then [`run`](Worklist::run) it.
@@ -152,10 +140,10 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
     }
 
     /// Runs as [`run`](Worklist::run) does, with helper threads from
-    /// `assist` beside the workers as the builder's [`Helpers`] setting
+    /// `assist` beside the workers as the builder's [`Helpers`](crate::Helpers) setting
     /// asks (paper §4.2, Fig. 6): each worker holds two units, hands the
     /// next one to its helper and processes the previous one. With
-    /// [`Helpers::Off`], or for workers that get no helper, the workers run
+    /// [`Helpers::Off`](crate::Helpers::Off), or for workers that get no helper, the workers run
     /// the plain loop; `assist` still sees each worker's start and end.
     ///
     /// Helper threads run inside the run's thread scope: they are joined
@@ -228,57 +216,27 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         Ok(())
     }
 
-    /// One run on `pool`'s threads: prepared here, the workers' part
-    /// handed to the pool (borrowing this frame), the helpers created in a
-    /// thread scope meanwhile, the report gathered once every worker and
-    /// helper is done with the borrowed data.
+    /// One run on `pool`'s threads, phase by phase: made, seeded and
+    /// started here; its helpers placed; the workers' part handed to the
+    /// pool (borrowing this frame), the helpers started in a thread scope
+    /// meanwhile; once every worker and helper is done with the borrowed
+    /// data, joined, and the report gathered.
     fn run_pool<A: Assist<S>>(&mut self, pool: &WorkerPool, assist: &A) -> Result<RunReport, Error> {
         let seeds = std::mem::take(&mut self.seeds);
-        let job = RunJob::prepare(Borrowed(&*self.skeleton, &*self.shared), &self.cfg, seeds, pool)?;
-        let places = helper_places(&job.state, self.cfg.helpers, &pool.layout, A::ENABLED);
-        let channels: Vec<A::Channel> = pool.infos.iter().zip(&places).map(|(i, p)| assist.channel(i, *p)).collect();
-        let body = |index: usize| job.work(index, assist, &channels[index], places[index].is_some());
-        let crew_panicked = std::thread::scope(|scope| {
-            let (helpers, panicked) = pool.crew.run_scoped(&body, || {
-                // Helpers come after the workers were given the run, so
-                // that creating them costs the workers nothing (a helper
-                // pins itself); a helper started late only picks up a
-                // later unit.
-                if !A::ENABLED {
-                    return Vec::new();
-                }
-                pool.infos
-                    .iter()
-                    .zip(&channels)
-                    .zip(&places)
-                    .filter_map(|((info, channel), place)| {
-                        place
-                            .filter(|_| assist.start_helper(channel))
-                            .map(|p| spawn_helper(scope, &job.state, *info, p, assist, channel))
-                    })
-                    .collect::<Vec<_>>()
-            });
-            for h in helpers.into_iter().flatten() {
+        let data = Borrowed(&*self.skeleton, &*self.shared);
+        let job = Made::new(data, &self.cfg, pool, seeds)?.seed(pool).start()?;
+        let helpers = HelperSet::place(&job.state, self.cfg.helpers, pool, assist);
+        let body = |index: usize| job.work(index, assist, helpers.channel(index), helpers.placed(index));
+        let joined = std::thread::scope(|scope| {
+            let (threads, crew_panicked) =
+                pool.crew.run_scoped(&body, || helpers.spawn(scope, &job.state, &pool.infos));
+            for h in threads {
                 let _ = h.join();
             }
-            panicked
+            Joined { crew_panicked }
         });
-        let mut report = job.finish(crew_panicked)?;
-        if A::ENABLED {
-            let helpers = &mut report.helpers;
-            for (channel, place) in channels.into_iter().zip(&places) {
-                let ChannelFigures { worker, helper, notes } = assist.figures(channel);
-                helpers.per_worker.push(worker);
-                if let (Some(h), Some(_)) = (helper, place) {
-                    helpers.per_helper.push(h);
-                }
-                for n in notes {
-                    if !helpers.notes.contains(&n) {
-                        helpers.notes.push(n);
-                    }
-                }
-            }
-        }
+        let mut report = job.finish(joined)?;
+        helpers.report(&mut report);
         Ok(report)
     }
 }
@@ -355,8 +313,9 @@ where
         self.check_pool(pool)?;
         let seeds = std::mem::take(&mut self.seeds);
         let kept = Kept(self.skeleton.clone(), self.shared.clone());
-        let job = Arc::new(RunJob::prepare(kept, &self.cfg, seeds, pool)?);
-        helper_places(&job.state, self.cfg.helpers, &pool.layout, false);
+        let job = Arc::new(Made::new(kept, &self.cfg, pool, seeds)?.seed(pool).start()?);
+        // Records that no worker gets a helper (no implementation).
+        HelperSet::place(&job.state, self.cfg.helpers, pool, &NoAssist);
         let on_workers = job.clone();
         let ticket = pool.crew.run_owned(Box::new(move |index| on_workers.work(index, &NoAssist, &(), false)));
         Ok(RunFuture { job: Some(job), ticket })
@@ -402,299 +361,6 @@ where
             return Poll::Pending;
         }
         let job = self.job.take().expect("RunFuture polled after it returned Ready");
-        Poll::Ready(job.finish(self.ticket.panicked()))
+        Poll::Ready(job.finish(Joined { crew_panicked: self.ticket.panicked() }))
     }
-}
-
-/// One run's part that its workers share: the run state, each worker's
-/// queue (taken by its worker) and report, and what gathers the report.
-pub(crate) struct RunJob<S: Skeleton, H: Hold<S>> {
-    state: RunState<S, H>,
-    cfg: Builder,
-    infos: Vec<WorkerInfo>,
-    queues: Vec<Mutex<Option<WorkerQueue<S::Unit>>>>,
-    results: Vec<Mutex<Option<WorkerReport>>>,
-    migrator: Mutex<Option<Migrator>>,
-    /// Nanoseconds from `state.start` to the first worker's start and the
-    /// last one's end (the report's `wall`).
-    first_start: AtomicU64,
-    last_end: AtomicU64,
-    /// How long [`RunJob::prepare`] took (the report's `setup`).
-    setup: Duration,
-}
-
-impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
-    /// Everything before the workers start: the unit pool and its seeds,
-    /// the layout's decisions, the migration thread.
-    fn prepare(data: H, cfg: &Builder, mut seeds: Vec<S::Unit>, pool: &WorkerPool) -> Result<Self, Error> {
-        let began = Instant::now();
-        skelaff_stm::solo::give_back(); // else a nested run's workers would wait for a solo worker
-        let topo = Topology::get()?;
-        let threads = pool.threads();
-        if let Some(seed) = cfg.shuffle {
-            fastrand::Rng::with_seed(seed).shuffle(&mut seeds);
-        }
-        let nodes: Vec<Option<usize>> = pool.infos.iter().map(|i| i.node).collect();
-        let (units, queues) = Pool::new(cfg.distribution, &nodes);
-        // The applied oracle's board and what is left of its stretch, while
-        // it has not acted (its stretch may span several runs).
-        let oracle = cfg.oracle.as_ref().and_then(|o| o.next_run(threads));
-        let state = RunState {
-            data,
-            _skeleton: std::marker::PhantomData,
-            signal: Signal::new(seeds.len()),
-            pool: units,
-            start: Instant::now(),
-            stm: cfg.stm,
-            assisted: cfg.assisted,
-            solo: cfg.solo && threads == 1,
-            policy: cfg.policy,
-            allowed_nodes: topo.allowed_nodes(),
-            page_size: topo.page_size(),
-            generating: AtomicBool::new(false),
-            decisions: Mutex::new(Vec::new()),
-            failure: Mutex::new(None),
-            access_profile: cfg.access_profile,
-            samplers: Mutex::new(Vec::new()),
-            affinity: cfg.affinity,
-            board: match (cfg.migration, &oracle) {
-                (Some(_), _) => Some(SampleBoard::new(threads, MIGRATION_SLOT)),
-                (None, Some((board, _))) => Some(board.clone()),
-                (None, None) => None,
-            },
-        };
-        if cfg.affinity {
-            let mut resolver = Resolver::new(state.page_size);
-            state.pool.seed_routed(seeds, |u| state.home_queue(&mut resolver, u));
-        } else {
-            state.pool.seed(seeds);
-        }
-        decide_layout(&state, cfg, &pool.mapping, &pool.layout);
-        // Started before the workers, on the run's clock, so move times
-        // compare with sample times.
-        let node_count = topo.nodes().iter().map(|n| n.os_index + 1).max().unwrap_or(1);
-        let page_size = state.page_size as u64;
-        let migrator = match (cfg.migration, &oracle, &cfg.oracle, &state.board) {
-            (Some(rule), _, _, Some(board)) => {
-                Some(Migrator::start(board.clone(), rule, node_count, page_size, state.start))
-            }
-            (None, Some((board, left)), Some(stretch), _) => {
-                Some(Migrator::start_oracle(board.clone(), *left, stretch.hold(), node_count, page_size, state.start))
-            }
-            _ => None,
-        }
-        .transpose()
-        .map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))?;
-        Ok(RunJob {
-            state,
-            cfg: cfg.clone(),
-            infos: pool.infos.clone(),
-            queues: queues.into_iter().map(|q| Mutex::new(Some(q))).collect(),
-            results: (0..threads).map(|_| Mutex::new(None)).collect(),
-            migrator: Mutex::new(migrator),
-            first_start: AtomicU64::new(u64::MAX),
-            last_end: AtomicU64::new(0),
-            setup: began.elapsed(),
-        })
-    }
-
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.state.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    /// Worker `index`'s part of the run, on the pool's thread `index`
-    /// (pinned since the pool was built).
-    fn work<A: Assist<S>>(&self, index: usize, assist: &A, channel: &A::Channel, assisted: bool) {
-        let Some(queue) = self.queues[index].lock().take() else { return };
-        let info = self.infos[index];
-        // Tells the helper to stop on every way out, unwinding included.
-        let _finish = Finish { assist, channel };
-        self.first_start.fetch_min(self.now_ns(), Ordering::Relaxed);
-        let report =
-            match catch_unwind(AssertUnwindSafe(|| worker(&self.state, info, queue, assist, channel, assisted))) {
-                Ok(Ok(report)) => Some(report),
-                Ok(Err(e)) => {
-                    self.state.fail(Some(info.index), e.to_string());
-                    None
-                }
-                Err(p) => {
-                    self.state.fail(Some(info.index), panic_message(&*p));
-                    None
-                }
-            };
-        *self.results[index].lock() = report;
-        // The next run on this thread starts from the default policy.
-        page_policy::reset_worker_policy(self.state.policy);
-        self.last_end.fetch_max(self.now_ns(), Ordering::Relaxed);
-    }
-
-    /// The report, once every worker is done (`crew_panicked`: a worker's
-    /// part panicked outside the skeleton's code, in a helper's `finish`).
-    fn finish(&self, crew_panicked: bool) -> Result<RunReport, Error> {
-        let cfg = &self.cfg;
-        let state = &self.state;
-        let threads = self.infos.len();
-        let wall = Duration::from_nanos(
-            self.last_end
-                .load(Ordering::Relaxed)
-                .saturating_sub(self.first_start.load(Ordering::Relaxed).min(self.last_end.load(Ordering::Relaxed))),
-        );
-        // Stopped before anything can return: the thread must not outlive the run.
-        let migration = self.migrator.lock().take().map(Migrator::stop).transpose();
-        if let (Some(stretch), Ok(log)) = (&cfg.oracle, &migration) {
-            // The oracle acted in this run if it held the workers for its
-            // moves; either way the run's time counts toward its stretch.
-            let acted = log.as_ref().is_some_and(|l| l.held_workers.is_some());
-            stretch.run_ended(state.start.elapsed(), acted);
-        }
-        let migration = migration.map_err(|e| Error::Profile(format!("the migration thread: {e}")))?;
-        if let Some((worker, message)) = state.failure.lock().take() {
-            return Err(Error::Panicked { worker, message });
-        }
-        if crew_panicked {
-            return Err(Error::Panicked {
-                worker: None,
-                message: "a helper implementation's `finish` panicked on a worker".into(),
-            });
-        }
-        let workers: Vec<WorkerReport> = self.results.iter().filter_map(|r| r.lock().take()).collect();
-        // Attributed now, while the skeleton's data is still alive.
-        let access_profile = match cfg.access_profile {
-            Some(sampling) => {
-                let finished = std::mem::take(&mut *state.samplers.lock());
-                Some(
-                    AccessProfile::build(
-                        sampling,
-                        Topology::get()?,
-                        &cfg.policy.to_string(),
-                        threads,
-                        finished,
-                        migration,
-                    )
-                    .map_err(Error::Profile)?,
-                )
-            }
-            None => None,
-        };
-        Ok(RunReport {
-            access_profile,
-            wall,
-            setup: self.setup,
-            units: workers.iter().map(|w| w.units).sum(),
-            threads,
-            policy: cfg.policy,
-            mapping: cfg.placement.name(),
-            distribution: cfg.distribution,
-            numa_alloc_global: page_policy::numa_alloc_is_global(),
-            workers,
-            decisions: std::mem::take(&mut *state.decisions.lock()),
-            helpers: HelpersReport::default(),
-        })
-    }
-}
-
-/// Records where the workers run and the starting page policy.
-fn decide_layout<S: Skeleton, H: Hold<S>>(state: &RunState<S, H>, cfg: &Builder, mapping: &str, layout: &Layout) {
-    let placement = mapping.to_owned();
-    let cpus: Option<Vec<usize>> = layout.workers.iter().map(|w| w.cpu).collect();
-    match cpus {
-        Some(cpus) => state.decide(None, Decision::Pinned { placement, cpus, oversubscribed: layout.oversubscribed }),
-        None => state.decide(None, Decision::NotPinned { placement }),
-    }
-    if cfg.policy == PagePolicy::Auto {
-        state.decide(None, Decision::CyclicUntilGenerating { nodes: state.allowed_nodes.iter().collect() });
-    }
-}
-
-/// Which workers get a helper, and where, as the `helpers` setting asks
-/// of the placement's answer; records why a worker gets none.
-fn helper_places<S: Skeleton, H: Hold<S>>(
-    state: &RunState<S, H>,
-    helpers: Helpers,
-    layout: &Layout,
-    implemented: bool,
-) -> Vec<Option<HelperPlace>> {
-    let none = vec![None; layout.workers.len()];
-    let no_helper = |worker, reason| state.decide(worker, Decision::NoHelper { helpers, reason });
-    match (helpers, implemented) {
-        (Helpers::Off, true) => {
-            no_helper(None, NoHelper::Off);
-            return none;
-        }
-        (Helpers::Off, false) => return none,
-        (_, false) => {
-            no_helper(None, NoHelper::NoImplementation);
-            return none;
-        }
-        _ => {}
-    }
-    if helpers == Helpers::Auto && layout.workers.iter().any(|w| w.cpu.is_none()) {
-        no_helper(None, NoHelper::NotPinned);
-        return none;
-    }
-    layout
-        .workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let place = match (w.helper, helpers) {
-                (None, _) => {
-                    no_helper(Some(i), NoHelper::NoPlace);
-                    return None;
-                }
-                (Some(p), Helpers::Auto) if p.site != HelperSite::Dedicated => {
-                    no_helper(Some(i), NoHelper::NoIdleSharedCpu);
-                    return None;
-                }
-                (Some(p), _) => p,
-            };
-            state.decide(Some(i), Decision::HelperPlaced { cpu: place.cpu, site: place.site });
-            Some(place)
-        })
-        .collect()
-}
-
-/// Starts the helper of worker `info` at `place`; a helper that cannot
-/// start or be pinned is noted, and the run goes on.
-fn spawn_helper<'scope, 'env, S: Skeleton, H: Hold<S>, A: Assist<S>>(
-    scope: &'scope Scope<'scope, 'env>,
-    state: &'env RunState<S, H>,
-    info: WorkerInfo,
-    place: HelperPlace,
-    assist: &'env A,
-    channel: &'env A::Channel,
-) -> Option<ScopedJoinHandle<'scope, ()>> {
-    let name = format!("skelaff-helper-{}", info.index);
-    let body = move || {
-        let r = catch_unwind(AssertUnwindSafe(|| assist.helper(channel, state.skeleton(), state.shared(), &info)));
-        if let Err(p) = r {
-            state.decide(Some(info.index), Decision::HelperPanicked { message: panic_message(&*p) });
-        }
-    };
-    // Born on its CPU; where that CPU is refused, unpinned (noted).
-    let spawned = match place.cpu {
-        Some(cpu) => match pin::spawn_scoped_pinned(scope, name.clone(), Birthplace::Cpu(cpu), body) {
-            Err(skelaff_numa_alloc::Error::Spawn { source, .. }) => Err(source.to_string()),
-            Err(e) => {
-                state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
-                pin::spawn_scoped_pinned(scope, name, Birthplace::Inherited, body).map_err(|e| e.to_string())
-            }
-            Ok(h) => Ok(h),
-        },
-        None => pin::spawn_scoped_pinned(scope, name, Birthplace::Inherited, body).map_err(|e| e.to_string()),
-    };
-    match spawned {
-        Ok(h) => Some(h),
-        Err(error) => {
-            state.decide(Some(info.index), Decision::HelperNotStarted { error });
-            None
-        }
-    }
-}
-
-fn panic_message(p: &(dyn Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
 }

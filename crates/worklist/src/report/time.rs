@@ -112,8 +112,8 @@ pub(crate) struct Attempts {
 }
 
 impl Attempts {
-    pub(crate) fn new() -> Self {
-        let now = Instant::now();
+    /// A transaction about to start at `now`.
+    pub(crate) fn at(now: Instant) -> Self {
         Attempts { first: None, last: now, returned: now }
     }
 
@@ -151,6 +151,23 @@ pub(crate) struct Turn {
     pub(crate) pushed: Instant,
     /// At the end of the turn.
     pub(crate) end: Instant,
+}
+
+impl Turn {
+    /// A turn that starts (looks for its unit) at `take`; its later
+    /// moments are set as the worker reaches them.
+    pub(crate) fn starting(take: Instant) -> Self {
+        Turn {
+            take,
+            taken: take,
+            tx: take,
+            attempts: Attempts::at(take),
+            done: take,
+            push: take,
+            pushed: take,
+            end: take,
+        }
+    }
 }
 
 impl UnitClock {

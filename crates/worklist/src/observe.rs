@@ -1,0 +1,462 @@
+//! What watches each unit a worker runs, behind one trait: the SkelAff
+//! switch to bind, the affinity counts, the helper's hand-off, the access
+//! sampler, and, around them all, the clock of the time breakdown.
+//!
+//! A unit's turn, and the hooks called at its points:
+//!
+//! ```text
+//! looking(units)             before the worker looks for work
+//!   take a unit                                       (pool)
+//! found()                    a unit in hand
+//!   take the next one (with a helper)                 (other)
+//! before(unit, next)         hand-off, SkelAff switch, affinity count
+//!   transaction:
+//!     attempt(n)             each attempt (the helper hears of restarts)
+//!       process                                       (aborted, process)
+//!     returned()
+//!     commit                                          (commit)
+//! transaction_done()
+//!   Skeleton::committed                               (other)
+//! committed()                the helper hears of the commit
+//!   new units to the pool                             (pool)
+//! published()
+//! turn_ended()               the access sampler's drain and checkpoint
+//! idle()                     (instead, when nothing was found)
+//! ```
+//!
+//! The right column is the part of the [`TimeBreakdown`](crate::TimeBreakdown)
+//! each stretch is charged to: [`Timed`] wraps the other observers and
+//! reads the clock at the points, so the time they take is "other", as it
+//! was when these were written inline.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use skelaff_numa_alloc::{NodeSet, Policy};
+
+use crate::access_profile::WorkerSampler;
+use crate::affinity::{AffinityFigures, Home, Resolver};
+use crate::assist::Assist;
+use crate::config::PagePolicy;
+use crate::page_policy;
+use crate::report::Decision;
+use crate::report::time::{self, Attempts, Turn, UnitClock};
+use crate::run_state::{Hold, RunState};
+use crate::skeleton::{Skeleton, WorkerInfo};
+
+/// Watches the units of one worker, at the points of each unit's turn (see
+/// the [module](self) docs). Every hook defaults to nothing.
+pub(crate) trait UnitObserver<U> {
+    /// The worker looks for work, `units` units committed so far.
+    #[inline(always)]
+    fn looking(&mut self, units: u64) {
+        let _ = units;
+    }
+
+    /// It found a unit.
+    #[inline(always)]
+    fn found(&mut self) {}
+
+    /// Before `unit`'s transaction; `next` is the unit taken ahead and
+    /// handed to the helper, if the worker has one.
+    ///
+    /// # Errors
+    ///
+    /// The page policy could not be set.
+    #[inline(always)]
+    fn before(&mut self, unit: &U, next: Option<&U>) -> Result<(), skelaff_numa_alloc::Error> {
+        let _ = (unit, next);
+        Ok(())
+    }
+
+    /// An attempt of the transaction starts (0: the first).
+    #[inline(always)]
+    fn attempt(&mut self, attempt: u32) {
+        let _ = attempt;
+    }
+
+    /// The attempt's `process` returned.
+    #[inline(always)]
+    fn returned(&mut self) {}
+
+    /// The transaction committed.
+    #[inline(always)]
+    fn transaction_done(&mut self) {}
+
+    /// [`Skeleton::committed`] ran.
+    #[inline(always)]
+    fn committed(&mut self) {}
+
+    /// The units the transaction made are in the pool.
+    #[inline(always)]
+    fn published(&mut self) {}
+
+    /// The unit's turn is over.
+    #[inline(always)]
+    fn turn_ended(&mut self) {}
+
+    /// The worker found nothing to run and is about to wait.
+    #[inline(always)]
+    fn idle(&mut self) {}
+}
+
+/// The time breakdown's clock around the other observers: one unit in
+/// [`TIME_EVERY`](crate::TIME_EVERY) is timed phase by phase.
+pub(crate) struct Timed<O> {
+    pub(crate) inner: O,
+    which: time::Sampler,
+    clock: UnitClock,
+    /// The moments of the turn being timed, if it is.
+    turn: Option<Turn>,
+}
+
+impl<O> Timed<O> {
+    pub(crate) fn new(inner: O) -> Self {
+        Timed { inner, which: time::Sampler::new(), clock: UnitClock::default(), turn: None }
+    }
+
+    /// The timed units' sums, and the observers inside.
+    pub(crate) fn into_parts(self) -> (UnitClock, O) {
+        (self.clock, self.inner)
+    }
+}
+
+impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
+    #[inline]
+    fn looking(&mut self, units: u64) {
+        self.turn = self.which.timed(units).then(|| Turn::starting(Instant::now()));
+        self.inner.looking(units);
+    }
+
+    #[inline]
+    fn found(&mut self) {
+        if let Some(t) = &mut self.turn {
+            t.taken = Instant::now();
+        }
+        self.inner.found();
+    }
+
+    #[inline]
+    fn before(&mut self, unit: &U, next: Option<&U>) -> Result<(), skelaff_numa_alloc::Error> {
+        self.inner.before(unit, next)?;
+        if let Some(t) = &mut self.turn {
+            let now = Instant::now();
+            t.tx = now;
+            t.attempts = Attempts::at(now);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn attempt(&mut self, attempt: u32) {
+        self.inner.attempt(attempt);
+        if let Some(t) = &mut self.turn {
+            t.attempts.start();
+        }
+    }
+
+    #[inline]
+    fn returned(&mut self) {
+        if let Some(t) = &mut self.turn {
+            t.attempts.returned();
+        }
+        self.inner.returned();
+    }
+
+    #[inline]
+    fn transaction_done(&mut self) {
+        if let Some(t) = &mut self.turn {
+            t.done = Instant::now();
+        }
+        self.inner.transaction_done();
+    }
+
+    #[inline]
+    fn committed(&mut self) {
+        self.inner.committed();
+        if let Some(t) = &mut self.turn {
+            t.push = Instant::now();
+        }
+    }
+
+    #[inline]
+    fn published(&mut self) {
+        if let Some(t) = &mut self.turn {
+            t.pushed = Instant::now();
+        }
+        self.inner.published();
+    }
+
+    #[inline]
+    fn turn_ended(&mut self) {
+        self.inner.turn_ended();
+        if let Some(mut t) = self.turn.take() {
+            t.end = Instant::now();
+            self.clock.add(&t);
+        }
+    }
+
+    #[inline]
+    fn idle(&mut self) {
+        self.turn = None;
+        self.inner.idle();
+    }
+}
+
+/// A worker's observers but the clock, called in this order at each point.
+pub(crate) struct Observers<'r, S: Skeleton, H: Hold<S>, A: Assist<S>> {
+    pub(crate) helper: HelperLink<'r, S, A>,
+    pub(crate) skelaff: SkelAffSwitch<'r, S, H>,
+    pub(crate) affinity: AffinityCount<'r, S, H>,
+    pub(crate) sampler: AccessSampling<'r, S, H>,
+}
+
+impl<S: Skeleton, H: Hold<S>, A: Assist<S>> UnitObserver<S::Unit> for Observers<'_, S, H, A> {
+    #[inline]
+    fn before(&mut self, unit: &S::Unit, next: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
+        self.helper.before(unit, next)?;
+        self.skelaff.before(unit, next)?;
+        self.affinity.before(unit, next)
+    }
+
+    #[inline]
+    fn attempt(&mut self, attempt: u32) {
+        self.helper.attempt(attempt);
+    }
+
+    #[inline]
+    fn committed(&mut self) {
+        self.helper.committed();
+    }
+
+    #[inline]
+    fn turn_ended(&mut self) {
+        self.sampler.turn_ended();
+    }
+
+    #[inline]
+    fn idle(&mut self) {
+        self.sampler.idle();
+    }
+}
+
+/// The worker's side of its helper (paper §4.2, Fig. 6): the hand-off of
+/// the next unit, restarts and commits.
+pub(crate) struct HelperLink<'r, S: Skeleton, A: Assist<S>> {
+    pub(crate) assist: &'r A,
+    pub(crate) channel: &'r A::Channel,
+    pub(crate) side: A::WorkerSide,
+    /// The worker has a helper (only when `A::ENABLED`).
+    pub(crate) assisted: bool,
+}
+
+impl<S: Skeleton, A: Assist<S>> HelperLink<'_, S, A> {
+    /// Whether the current unit's transaction must run sampled for the
+    /// helper's tuner.
+    #[inline]
+    pub(crate) fn sampled(&self) -> bool {
+        self.assisted && self.assist.sampled(&self.side)
+    }
+}
+
+impl<S: Skeleton, A: Assist<S>> UnitObserver<S::Unit> for HelperLink<'_, S, A> {
+    #[inline]
+    fn before(&mut self, _: &S::Unit, next: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
+        if self.assisted {
+            self.assist.handoff(self.channel, &mut self.side, next);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn attempt(&mut self, attempt: u32) {
+        if self.assisted && attempt > 0 {
+            self.assist.restarted(self.channel, &mut self.side);
+        }
+    }
+
+    #[inline]
+    fn committed(&mut self) {
+        if self.assisted {
+            self.assist.committed(self.channel, &mut self.side);
+        }
+    }
+}
+
+/// SkelAff's switch: cyclic until the workers generate units, then each
+/// worker binds its pages to its own node before its next unit.
+pub(crate) struct SkelAffSwitch<'r, S: Skeleton, H: Hold<S>> {
+    state: &'r RunState<S, H>,
+    info: WorkerInfo,
+    /// Bound already (or never switching: a policy other than auto).
+    switched: bool,
+}
+
+impl<'r, S: Skeleton, H: Hold<S>> SkelAffSwitch<'r, S, H> {
+    pub(crate) fn new(state: &'r RunState<S, H>, info: WorkerInfo) -> Self {
+        SkelAffSwitch { state, info, switched: state.settings.policy != PagePolicy::Auto }
+    }
+}
+
+impl<S: Skeleton, H: Hold<S>> UnitObserver<S::Unit> for SkelAffSwitch<'_, S, H> {
+    /// Checked after taking the unit: the flag is raised before any
+    /// generated unit is published, so a generated unit is always
+    /// processed under bind.
+    #[inline]
+    fn before(&mut self, _: &S::Unit, _: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
+        if !self.switched && self.state.generating.load(Ordering::Acquire) {
+            let node = page_policy::bind_node(&self.info);
+            page_policy::set_worker_policy(Policy::Bind(NodeSet::try_single(node).unwrap_or_default()))?;
+            self.state.decide(Some(self.info.index), Decision::BoundToNode { node });
+            self.switched = true;
+        }
+        Ok(())
+    }
+}
+
+/// Affinity scheduling's counts: units whose hint named a node, and of
+/// those, the ones this worker's node held. Its resolver also routes the
+/// units the worker publishes.
+pub(crate) struct AffinityCount<'r, S: Skeleton, H: Hold<S>> {
+    state: &'r RunState<S, H>,
+    node: Option<usize>,
+    pub(crate) resolver: Resolver,
+    pub(crate) figures: AffinityFigures,
+}
+
+impl<'r, S: Skeleton, H: Hold<S>> AffinityCount<'r, S, H> {
+    pub(crate) fn new(state: &'r RunState<S, H>, info: WorkerInfo) -> Self {
+        AffinityCount {
+            state,
+            node: info.node,
+            resolver: Resolver::new(state.settings.page_size),
+            figures: AffinityFigures::default(),
+        }
+    }
+}
+
+impl<S: Skeleton, H: Hold<S>> UnitObserver<S::Unit> for AffinityCount<'_, S, H> {
+    #[inline]
+    fn before(&mut self, unit: &S::Unit, _: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
+        if self.state.settings.affinity {
+            match self.resolver.home(self.state.skeleton().affinity(unit, self.state.shared())) {
+                Home::Node(n) => {
+                    self.figures.hinted += 1;
+                    self.figures.on_home += u64::from(self.node == Some(n));
+                }
+                Home::Unresolved => self.figures.unresolved += 1,
+                Home::Anywhere => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The access sampler of a profiled run: drained every few units, and at
+/// the mover's checkpoints (after the new units are out: a worker the
+/// applied oracle holds there keeps none back from the others).
+pub(crate) struct AccessSampling<'r, S: Skeleton, H: Hold<S>> {
+    state: &'r RunState<S, H>,
+    pub(crate) sampler: Option<WorkerSampler>,
+}
+
+impl<'r, S: Skeleton, H: Hold<S>> AccessSampling<'r, S, H> {
+    /// Starts the worker's sampler when the run records a profile; a
+    /// sampler that cannot start fails the run.
+    pub(crate) fn start(state: &'r RunState<S, H>, info: &WorkerInfo) -> Self {
+        let sampler = state.settings.access_profile.and_then(|s| {
+            WorkerSampler::start(s, info.index, page_policy::bind_node(info), state.mover.clone())
+                .map_err(|e| state.fail(Some(info.index), e))
+                .ok()
+        });
+        AccessSampling { state, sampler }
+    }
+
+    /// Stops the sampler and hands its recorder to the run.
+    pub(crate) fn stop(self) {
+        if let Some(s) = self.sampler {
+            let state = self.state;
+            state.outcome.sampler_done(s.stop(|| state.start.elapsed(), state.settings.page_size));
+        }
+    }
+}
+
+impl<S: Skeleton, H: Hold<S>> UnitObserver<S::Unit> for AccessSampling<'_, S, H> {
+    #[inline]
+    fn turn_ended(&mut self) {
+        if let Some(s) = &mut self.sampler {
+            let state = self.state;
+            s.unit_done(|| state.start.elapsed(), state.settings.page_size);
+        }
+    }
+
+    #[inline]
+    fn idle(&mut self) {
+        if let Some(s) = &mut self.sampler {
+            let state = self.state;
+            s.idle(|| state.start.elapsed(), state.settings.page_size);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// An observer with a hook that takes time (in `before` or in
+    /// `turn_ended`): what the clock must charge to "other", as it did when
+    /// these hooks were written inline in the loop.
+    struct Slow {
+        in_before: bool,
+    }
+
+    const NAP: Duration = Duration::from_millis(4);
+
+    impl UnitObserver<u32> for Slow {
+        fn before(&mut self, _: &u32, _: Option<&u32>) -> Result<(), skelaff_numa_alloc::Error> {
+            if self.in_before {
+                std::thread::sleep(NAP);
+            }
+            Ok(())
+        }
+
+        fn turn_ended(&mut self) {
+            if !self.in_before {
+                std::thread::sleep(NAP);
+            }
+        }
+    }
+
+    #[test]
+    fn the_clock_charges_its_observers_to_other_and_process_to_process() {
+        for in_before in [true, false] {
+            let mut t = Timed::new(Slow { in_before });
+            // Looked for work until a turn is timed (one in TIME_EVERY).
+            let mut units = 0;
+            while t.turn.is_none() {
+                t.looking(units);
+                units += 1;
+            }
+            t.found();
+            t.before(&0, None).unwrap();
+            t.attempt(0);
+            std::thread::sleep(NAP); // `process`
+            t.returned();
+            t.transaction_done();
+            t.committed();
+            t.published();
+            t.turn_ended();
+            assert!(t.turn.is_none());
+            let (clock, _) = t.into_parts();
+            // Shares of a busy time of one second: a raw part is its share x timed.
+            let b = clock.finish(1, Duration::from_secs(1), Duration::ZERO, Duration::ZERO);
+            assert_eq!(b.timed_units, 1);
+            let raw = |share: Duration| share.as_secs_f64() * b.timed.as_secs_f64();
+            assert!(raw(b.other) >= NAP.as_secs_f64(), "in before: {in_before}: {b:?}");
+            assert!(raw(b.process) >= NAP.as_secs_f64(), "in before: {in_before}: {b:?}");
+            assert!(raw(b.pool) < NAP.as_secs_f64(), "in before: {in_before}: {b:?}");
+        }
+    }
+}
