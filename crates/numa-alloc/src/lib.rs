@@ -16,7 +16,9 @@ mod sys;
 pub mod topology;
 
 pub use array::{NumaBox, NumaVec, Zeroable};
-pub use error::{Error, HwlocError, Result, SetError, SysError, UnknownName};
+#[cfg(feature = "hwloc")]
+pub use error::HwlocError;
+pub use error::{Error, Result, SetError, SysError, UnknownName};
 pub use pin::{Mapping, Plan, WorkerPlace};
 pub use policy::{Apply, Policy};
 pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};
