@@ -149,6 +149,27 @@ impl Drop for FakeTree {
     }
 }
 
+/// A CPU list as the kernel's mask form (`shared_cpu_map`, `core_cpus`):
+/// 32-bit hexadecimal words, most significant first, which hwloc reads
+/// where the sysfs reader reads the `_list` form.
+fn mask(list: &str) -> String {
+    let cpus: CpuSet = list.parse().unwrap();
+    let words = cpus.iter().last().map_or(1, |c| c / 32 + 1);
+    let word = |w: usize| (0..32).filter(|b| cpus.contains(w * 32 + b)).fold(0u32, |m, b| m | (1 << b));
+    (0..words).rev().map(|w| format!("{:08x}", word(w))).collect::<Vec<_>>().join(",")
+}
+
+/// Writes a CPU set in both of the kernel's forms: `NAME_list` and the
+/// mask `NAME` (or `shared_cpu_list` and `shared_cpu_map`).
+fn write_cpus(t: &FakeTree, dir: &str, name: &str, list: &str) {
+    let (as_list, as_mask) = match name {
+        "shared_cpu" => ("shared_cpu_list".to_owned(), "shared_cpu_map".to_owned()),
+        _ => (format!("{name}_list"), name.to_owned()),
+    };
+    t.write(&format!("{dir}/{as_list}"), &format!("{list}\n"));
+    t.write(&format!("{dir}/{as_mask}"), &format!("{}\n", mask(list)));
+}
+
 fn meminfo(node: usize, kb: u64) -> String {
     format!("Node {node} MemTotal: {kb} kB\nNode {node} MemFree: {} kB\nNode {node} MemUsed: 0 kB\n", kb / 2)
 }
@@ -164,6 +185,7 @@ fn two_nodes_and_a_memory_node(name: &str) -> FakeTree {
         [(0, "0-3", "10 20 30", 1 << 20), (1, "4-7", "21 10 40", 2 << 20), (2, "", "31 41 10", 1 << 19)]
     {
         t.write(&format!("node/node{n}/cpulist"), &format!("{cpus}\n"));
+        t.write(&format!("node/node{n}/cpumap"), &format!("{}\n", mask(cpus)));
         t.write(&format!("node/node{n}/distance"), &format!("{dist}\n"));
         t.write(&format!("node/node{n}/meminfo"), &meminfo(n, kb));
     }
@@ -176,9 +198,9 @@ fn two_nodes_and_a_memory_node(name: &str) -> FakeTree {
         }
         let core = format!("{}-{}", cpu & !1, cpu | 1);
         let node = if cpu < 4 { "0-3" } else { "4-7" };
-        t.write(&format!("{d}/topology/core_cpus_list"), &format!("{core}\n"));
+        write_cpus(&t, &format!("{d}/topology"), "core_cpus", &core);
         t.write(&format!("{d}/topology/core_id"), &format!("{}\n", (cpu / 2) % 2));
-        t.write(&format!("{d}/topology/package_cpus_list"), &format!("{node}\n"));
+        write_cpus(&t, &format!("{d}/topology"), "package_cpus", node);
         t.write(&format!("{d}/topology/physical_package_id"), &format!("{}\n", cpu / 4));
         for (i, level, ty, size, shared) in [
             (0, 1, "Data", "32K", core.as_str()),
@@ -190,7 +212,7 @@ fn two_nodes_and_a_memory_node(name: &str) -> FakeTree {
             t.write(&format!("{c}/level"), &format!("{level}\n"));
             t.write(&format!("{c}/type"), &format!("{ty}\n"));
             t.write(&format!("{c}/size"), &format!("{size}\n"));
-            t.write(&format!("{c}/shared_cpu_list"), &format!("{shared}\n"));
+            write_cpus(&t, &c, "shared_cpu", shared);
         }
     }
     t
@@ -234,16 +256,18 @@ fn sysfs_tree_with_a_memory_node_offline_cpus_and_shared_caches() {
 }
 
 /// No NUMA support: one node with the machine's memory. Packages are
-/// interleaved ({0,2} and {1,3}); CPUs 0 and 2 are listed as siblings but
-/// have different core ids (compute units: a core each), 1 and 3 are one
-/// core; no cache information at all.
-fn interleaved_packages_without_nodes(name: &str) -> FakeTree {
+/// interleaved ({0,2} and {1,3}), each one core of two threads; with
+/// `compute_units`, CPUs 0 and 2 have different core ids (AMD's compute
+/// units: a core each, which hwloc does only when /proc/cpuinfo says AMD
+/// family 15h); no cache information at all.
+fn interleaved_packages_without_nodes(name: &str, compute_units: bool) -> FakeTree {
     let t = FakeTree::new(name);
     t.write("cpu/online", "0-3\n").write("/proc/meminfo", "MemTotal: 4096 kB\nMemFree: 1024 kB\n");
-    for (cpu, core, id, package) in [(0, "0,2", 0, "0,2"), (1, "1,3", 5, "1,3"), (2, "0,2", 1, "0,2"), (3, "1,3", 5, "1,3")] {
-        t.write(&format!("cpu/cpu{cpu}/topology/thread_siblings_list"), core);
+    let id2 = usize::from(compute_units);
+    for (cpu, core, id, package) in [(0, "0,2", 0, "0,2"), (1, "1,3", 5, "1,3"), (2, "0,2", id2, "0,2"), (3, "1,3", 5, "1,3")] {
+        write_cpus(&t, &format!("cpu/cpu{cpu}/topology"), "thread_siblings", core);
         t.write(&format!("cpu/cpu{cpu}/topology/core_id"), &id.to_string());
-        t.write(&format!("cpu/cpu{cpu}/topology/core_siblings_list"), package);
+        write_cpus(&t, &format!("cpu/cpu{cpu}/topology"), "core_siblings", package);
         t.write(&format!("cpu/cpu{cpu}/topology/physical_package_id"), &(cpu % 2).to_string());
     }
     t
@@ -251,7 +275,7 @@ fn interleaved_packages_without_nodes(name: &str) -> FakeTree {
 
 #[test]
 fn sysfs_tree_without_nodes_orders_cores_by_package() {
-    let t = interleaved_packages_without_nodes("no-nodes");
+    let t = interleaved_packages_without_nodes("no-nodes", true);
     let topo = t.read().unwrap();
     assert_eq!(topo.nodes(), [NumaNode { os_index: 0, cpus: set("0-3"), memory: 4 << 20, huge_pages: Vec::new() }]);
     let cores: Vec<Vec<usize>> = topo.cores().iter().map(|c| c.cpus.clone()).collect();
@@ -261,10 +285,13 @@ fn sysfs_tree_without_nodes_orders_cores_by_package() {
     assert!(topo.pus().iter().all(|p| p.node == Some(0)));
     assert_eq!(topo.pu(3).map(|p| (p.core, p.cache_group)), Some((2, 2)));
     assert!(!topo.has_distances());
+    let t = interleaved_packages_without_nodes("no-nodes-smt", false);
+    let cores: Vec<Vec<usize>> = t.read().unwrap().cores().iter().map(|c| c.cpus.clone()).collect();
+    assert_eq!(cores, [vec![0, 2], vec![1, 3]]);
 }
 
 /// Compiled only with hwloc: hwloc, pointed at a made-up tree by
-/// `HWLOC_FSROOT` in a child process, finds the same nodes, CPUs, cores,
+/// `HWLOC_FSROOT` in a child process (its x86 backend off), finds the same nodes, CPUs, cores,
 /// caches and distances there as the sysfs reader (what this process may
 /// use and the page sizes are this machine's for hwloc, so not compared).
 #[cfg(feature = "hwloc")]
@@ -284,11 +311,13 @@ fn hwloc_reads_made_up_trees_as_sysfs_does() {
         return;
     }
     let name = "topology::tests::hwloc_reads_made_up_trees_as_sysfs_does";
-    for tree in [two_nodes_and_a_memory_node("hwloc"), interleaved_packages_without_nodes("hwloc")] {
+    for tree in [two_nodes_and_a_memory_node("hwloc"), interleaved_packages_without_nodes("hwloc", false)] {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", name, "--nocapture", "--test-threads=1"])
             .env(CHILD, &tree.root)
             .env("HWLOC_FSROOT", &tree.root)
+            // hwloc's x86 backend would add this machine's caches (CPUID).
+            .env("HWLOC_COMPONENTS", "-x86")
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -398,6 +427,7 @@ fn the_parsers_refuse_bad_text_naming_the_file() {
     for bad in ["", "data", "Unknown", "Data Data"] {
         named(holds_data(p, bad).unwrap_err());
     }
+    assert_eq!((mask("0-1"), mask("4-5,7"), mask("33")), ("00000003".to_owned(), "000000b0".to_owned(), "00000002,00000000".to_owned()));
     // A long file is quoted in part.
     let e = parse_cpus(p, &"x".repeat(10_000)).unwrap_err().to_string();
     assert!(e.len() < 400 && e.contains(&format!("{}...`", "x".repeat(80))), "{e}");
