@@ -460,7 +460,9 @@ impl Topology {
             }
         }
         // Huge-page pools without their free counts.
-        let nodes = |t: &Topology| -> Vec<(usize, CpuSet, u64, Vec<(usize, u64)>)> {
+        /// A node's number, CPUs, memory and pools (size, total).
+        type NodeFacts = (usize, CpuSet, u64, Vec<(usize, u64)>);
+        let nodes = |t: &Topology| -> Vec<NodeFacts> {
             t.nodes
                 .iter()
                 .map(|n| (n.os_index, n.cpus.clone(), n.memory, n.huge_pages.iter().map(|p| (p.size, p.total)).collect()))

@@ -74,7 +74,7 @@ pub(super) fn read_machine(root: &Path) -> Result<Machine> {
         return Err(malformed(&online_path, &text, "the online CPUs: a list of at least one CPU"));
     }
 
-    let (mut nodes, node_cpus, distances) = read_nodes(root, &online)?;
+    let Nodes { mut nodes, cpus: node_cpus, distances } = read_nodes(root, &online)?;
     let infos =
         online.iter().map(|cpu| read_cpu(&cpu_dir.join(format!("cpu{cpu}")), cpu, &online)).collect::<Result<Vec<_>>>()?;
     let home = |cpu: usize| -> Option<usize> {
@@ -148,9 +148,19 @@ pub(super) fn read_machine(root: &Path) -> Result<Machine> {
     Ok(Machine { nodes, pus, cores, cache_groups, distances })
 }
 
-/// The nodes (by ascending number, CPUs still empty), each one's online
-/// CPUs from its `cpulist`, and the distance matrix.
-fn read_nodes(root: &Path, online: &CpuSet) -> Result<(Vec<NumaNode>, Vec<CpuSet>, Option<Vec<u64>>)> {
+/// What `read_nodes` finds.
+#[derive(Debug)]
+struct Nodes {
+    /// By ascending number, CPUs still empty.
+    nodes: Vec<NumaNode>,
+    /// Each node's online CPUs, from its `cpulist`.
+    cpus: Vec<CpuSet>,
+    /// Row-major over `nodes`.
+    distances: Option<Vec<u64>>,
+}
+
+/// The nodes, their CPU lists and the distance matrix.
+fn read_nodes(root: &Path, online: &CpuSet) -> Result<Nodes> {
     let node_dir = root.join(NODE_DIR);
     let numbers = node_numbers(&node_dir)?;
     if numbers.is_empty() {
@@ -162,7 +172,7 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<(Vec<NumaNode>, Vec<CpuSet
             None => 0,
         };
         let node = NumaNode { os_index: 0, cpus: CpuSet::new(), memory, huge_pages: Vec::new() };
-        return Ok((vec![node], vec![online.clone()], None));
+        return Ok(Nodes { nodes: vec![node], cpus: vec![online.clone()], distances: None });
     }
     let mut nodes = Vec::with_capacity(numbers.len());
     let mut cpus = Vec::with_capacity(numbers.len());
@@ -190,7 +200,7 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<(Vec<NumaNode>, Vec<CpuSet
     }
     // One node has no distances to speak of (hwloc reports none either).
     let distances = rows.filter(|_| numbers.len() > 1);
-    Ok((nodes, cpus, distances))
+    Ok(Nodes { nodes, cpus, distances })
 }
 
 /// The numbers of the `nodeN` entries of `dir`, ascending; empty when there
