@@ -465,7 +465,9 @@ impl Topology {
         let nodes = |t: &Topology| -> Vec<NodeFacts> {
             t.nodes
                 .iter()
-                .map(|n| (n.os_index, n.cpus.clone(), n.memory, n.huge_pages.iter().map(|p| (p.size, p.total)).collect()))
+                .map(|n| {
+                    (n.os_index, n.cpus.clone(), n.memory, n.huge_pages.iter().map(|p| (p.size, p.total)).collect())
+                })
                 .collect()
         };
         let mut out = Vec::new();
@@ -582,4 +584,3 @@ fn mems_allowed() -> Option<NodeSet> {
     let line = status.lines().find_map(|l| l.strip_prefix("Mems_allowed_list:"))?;
     line.trim().parse().ok()
 }
-

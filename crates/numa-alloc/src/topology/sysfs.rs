@@ -75,8 +75,10 @@ pub(super) fn read_machine(root: &Path) -> Result<Machine> {
     }
 
     let Nodes { mut nodes, cpus: node_cpus, distances } = read_nodes(root, &online)?;
-    let infos =
-        online.iter().map(|cpu| read_cpu(&cpu_dir.join(format!("cpu{cpu}")), cpu, &online)).collect::<Result<Vec<_>>>()?;
+    let infos = online
+        .iter()
+        .map(|cpu| read_cpu(&cpu_dir.join(format!("cpu{cpu}")), cpu, &online))
+        .collect::<Result<Vec<_>>>()?;
     let home = |cpu: usize| -> Option<usize> {
         match node_cpus.iter().position(|s| s.contains(cpu)) {
             Some(i) => Some(nodes[i].os_index),
@@ -102,7 +104,8 @@ pub(super) fn read_machine(root: &Path) -> Result<Machine> {
         .values()
         .map(|members| {
             let first = members[0];
-            let node_set = home(first.cpu).and_then(|n| nodes.iter().position(|x| x.os_index == n)).map(|i| &node_cpus[i]);
+            let node_set =
+                home(first.cpu).and_then(|n| nodes.iter().position(|x| x.os_index == n)).map(|i| &node_cpus[i]);
             let mut holders: Vec<&CpuSet> = vec![&first.package];
             holders.extend(node_set);
             holders.extend(first.llc.as_ref().map(|l| &l.cpus));
@@ -168,7 +171,9 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Nodes> {
         // machine's memory.
         let path = root.join("proc/meminfo");
         let memory = match read_text(&path, "the machine's memory")? {
-            Some(text) => parse_meminfo(0, &text).ok_or_else(|| Error::NodeMemoryFormat { node: 0, path: show(&path) })?.total,
+            Some(text) => {
+                parse_meminfo(0, &text).ok_or_else(|| Error::NodeMemoryFormat { node: 0, path: show(&path) })?.total
+            }
             None => 0,
         };
         let node = NumaNode { os_index: 0, cpus: CpuSet::new(), memory, huge_pages: Vec::new() };
@@ -183,7 +188,9 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Nodes> {
         cpus.push(parse_cpus(&path, &read_required(&path, "a node's CPUs")?)?.intersection(online));
         let path = dir.join("meminfo");
         let memory = match read_text(&path, "a node's memory")? {
-            Some(text) => parse_meminfo(n, &text).ok_or_else(|| Error::NodeMemoryFormat { node: n, path: show(&path) })?.total,
+            Some(text) => {
+                parse_meminfo(n, &text).ok_or_else(|| Error::NodeMemoryFormat { node: n, path: show(&path) })?.total
+            }
             None => 0,
         };
         nodes.push(NumaNode { os_index: n, cpus: CpuSet::new(), memory, huge_pages: Vec::new() });
@@ -352,7 +359,8 @@ pub(super) fn parse_cache_size(path: &Path, text: &str) -> Result<Option<u64>> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(malformed(path, text, expected));
     }
-    let bytes = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(unit)).ok_or_else(|| malformed(path, text, expected))?;
+    let bytes =
+        digits.parse::<u64>().ok().and_then(|n| n.checked_mul(unit)).ok_or_else(|| malformed(path, text, expected))?;
     Ok((bytes > 0).then_some(bytes))
 }
 
@@ -378,7 +386,9 @@ fn read_text(path: &Path, what: &'static str) -> Result<Option<String>> {
     if bytes.len() as u64 > MAX_FILE {
         return Err(malformed(path, "(more than 1 MiB)", format!("{what}: a few lines of text")));
     }
-    String::from_utf8(bytes).map(Some).map_err(|_| malformed(path, "(bytes that are not UTF-8)", format!("{what} as text")))
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| malformed(path, "(bytes that are not UTF-8)", format!("{what} as text")))
 }
 
 /// A file's text; a missing file is an error.
@@ -395,7 +405,11 @@ fn show(path: &Path) -> String {
 }
 
 fn unreadable(path: &Path, what: &'static str, e: &std::io::Error) -> Error {
-    Error::TopologyUnreadable { path: show(path), what, source: SysError::new("read", e.raw_os_error().unwrap_or(libc::EIO)) }
+    Error::TopologyUnreadable {
+        path: show(path),
+        what,
+        source: SysError::new("read", e.raw_os_error().unwrap_or(libc::EIO)),
+    }
 }
 
 /// A file whose `text` is not what it should hold; quotes at most

@@ -264,7 +264,9 @@ fn interleaved_packages_without_nodes(name: &str, compute_units: bool) -> FakeTr
     let t = FakeTree::new(name);
     t.write("cpu/online", "0-3\n").write("/proc/meminfo", "MemTotal: 4096 kB\nMemFree: 1024 kB\n");
     let id2 = usize::from(compute_units);
-    for (cpu, core, id, package) in [(0, "0,2", 0, "0,2"), (1, "1,3", 5, "1,3"), (2, "0,2", id2, "0,2"), (3, "1,3", 5, "1,3")] {
+    for (cpu, core, id, package) in
+        [(0, "0,2", 0, "0,2"), (1, "1,3", 5, "1,3"), (2, "0,2", id2, "0,2"), (3, "1,3", 5, "1,3")]
+    {
         write_cpus(&t, &format!("cpu/cpu{cpu}/topology"), "thread_siblings", core);
         t.write(&format!("cpu/cpu{cpu}/topology/core_id"), &id.to_string());
         write_cpus(&t, &format!("cpu/cpu{cpu}/topology"), "core_siblings", package);
@@ -322,7 +324,11 @@ fn hwloc_reads_made_up_trees_as_sysfs_does() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && stdout.contains(DONE), "child under {}:\n{stdout}\n{stderr}", tree.root.display());
+        assert!(
+            out.status.success() && stdout.contains(DONE),
+            "child under {}:\n{stdout}\n{stderr}",
+            tree.root.display()
+        );
     }
 }
 
@@ -427,7 +433,10 @@ fn the_parsers_refuse_bad_text_naming_the_file() {
     for bad in ["", "data", "Unknown", "Data Data"] {
         named(holds_data(p, bad).unwrap_err());
     }
-    assert_eq!((mask("0-1"), mask("4-5,7"), mask("33")), ("00000003".to_owned(), "000000b0".to_owned(), "00000002,00000000".to_owned()));
+    assert_eq!(
+        (mask("0-1"), mask("4-5,7"), mask("33")),
+        ("00000003".to_owned(), "000000b0".to_owned(), "00000002,00000000".to_owned())
+    );
     // A long file is quoted in part.
     let e = parse_cpus(p, &"x".repeat(10_000)).unwrap_err().to_string();
     assert!(e.len() < 400 && e.contains(&format!("{}...`", "x".repeat(80))), "{e}");
