@@ -8,7 +8,8 @@
 //! always, the others behind the cargo feature named beside them (see
 //! "Features" below):
 //!
-//! - [`numa`]: topology, page policies, NUMA regions and arrays, thread pinning.
+//! - [`numa`]: topology (from Linux's sysfs; from hwloc with the feature
+//!   `hwloc`), page policies, NUMA regions and arrays, thread pinning.
 //! - [`stm`]: the word-based STM, transactional allocation and collections.
 //! - [`worklist`]: the transactional worklist skeleton and the SkelAff heuristic.
 //! - [`locality`]: page-access profiles, footprints, locality figures and the
@@ -43,7 +44,8 @@
 //! | `stamp` | `skelaff::stamp`: the STAMP applications, their flags and input readers (clap, flate2, rand_mt) |
 //! | `plots` | `Footprint::plot_svg` in `skelaff::locality` (plotters) |
 //! | `perf` | perf counters for the helper threads' report (perf-event) |
-//! | `cli` | the `skelaff` binary and `skelaff::spmv_args`: `stamp`, `spmv`, `plots`, `perf`, with clap, serde, serde_json, plotters, indicatif, anyhow |
+//! | `hwloc` | the topology from hwloc rather than Linux's sysfs (`Topology::from_hwloc`; the system's libhwloc) |
+//! | `cli` | the `skelaff` binary and `skelaff::spmv_args`: `hwloc`, `stamp`, `spmv`, `plots`, `perf`, with clap, serde, serde_json, plotters, indicatif, anyhow |
 //! | `mpi` | distributed SpMV and CG over MPI (the system's OpenMPI) |
 //!
 //! The README's "Features" says what the default build costs.

@@ -235,14 +235,15 @@ impl Machine {
         })
     }
 
-    /// The machine hwloc describes: nodes `0..n` (they must be numbered
-    /// contiguously), their CPUs and distances; without distances from hwloc,
-    /// the defaults (10/20).
+    /// The machine a [`Topology`](skelaff_numa_alloc::Topology) describes
+    /// (from sysfs or hwloc): nodes `0..n` (they must be numbered
+    /// contiguously), their CPUs and distances; without distances (one node,
+    /// or none reported), the defaults (10/20).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidMachine`] when the node numbers have gaps or hwloc's
-    /// distances break the SLIT rules.
+    /// [`Error::InvalidMachine`] when the node numbers have gaps or the
+    /// reported distances break the SLIT rules.
     pub fn from_topology(name: impl Into<String>, topo: &skelaff_numa_alloc::Topology) -> Result<Machine> {
         let name = name.into();
         let nodes = topo.nodes();

@@ -199,7 +199,32 @@ pub enum Error {
         /// What is wrong with it and what is expected.
         reason: String,
     },
-    /// hwloc could not build the topology.
+    /// A file of the kernel's description of the machine (sysfs, under
+    /// `/sys/devices/system/{node,cpu}`) that the topology needs and that
+    /// is missing or cannot be read.
+    #[error("cannot read {path} ({what}), which the machine's topology is read from")]
+    TopologyUnreadable {
+        /// The file.
+        path: String,
+        /// What the file holds.
+        what: &'static str,
+        /// What the read failed with (`ENOENT` for a missing file).
+        #[source]
+        source: SysError,
+    },
+    /// A sysfs topology file whose content is not in the form the kernel
+    /// writes.
+    #[error("{path} holds `{found}`; expected {expected}")]
+    TopologyFormat {
+        /// The file (or directory entry).
+        path: String,
+        /// What it holds (its first 80 characters).
+        found: String,
+        /// What it should hold, and why the content is not that.
+        expected: String,
+    },
+    /// hwloc could not build the topology (feature `hwloc`).
+    #[cfg(feature = "hwloc")]
     #[error("cannot read the machine topology from hwloc ({doing})")]
     Topology {
         /// What was being done.
@@ -243,12 +268,14 @@ pub enum Error {
 }
 
 /// What hwloc reported when it could not build the topology: its own
-/// error, kept as the cause of [`Error::Topology`].
+/// error, kept as the cause of [`Error::Topology`] (feature `hwloc`).
+#[cfg(feature = "hwloc")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(transparent)]
 pub struct HwlocError(HwlocCause);
 
 /// hwloc's error types, one for each call that can fail.
+#[cfg(feature = "hwloc")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 enum HwlocCause {
     /// `TopologyBuilder::with_flags` refused the flags.
@@ -259,6 +286,7 @@ enum HwlocCause {
     Build(hwlocality::errors::RawHwlocError),
 }
 
+#[cfg(feature = "hwloc")]
 impl HwlocError {
     /// hwloc refused the topology's build flags.
     pub(crate) fn flags(

@@ -38,8 +38,10 @@ pub mod topology;
 
 #[cfg(not(loom))]
 pub use array::{NumaBox, NumaVec, Zeroable};
+#[cfg(all(not(loom), feature = "hwloc"))]
+pub use error::HwlocError;
 #[cfg(not(loom))]
-pub use error::{Error, HwlocError, Result, SetError, SysError, UnknownName};
+pub use error::{Error, Result, SetError, SysError, UnknownName};
 #[cfg(not(loom))]
 pub use pin::{Mapping, Plan, WorkerPlace};
 #[cfg(not(loom))]

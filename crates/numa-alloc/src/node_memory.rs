@@ -159,7 +159,7 @@ pub(crate) fn check_allowed_now(nodes: &NodeSet) -> Result<()> {
 
 /// Parses meminfo text: lines `Node 0 MemFree:  123 kB` (sysfs) or
 /// `MemFree:  123 kB` (procfs).
-fn parse_meminfo(node: usize, text: &str) -> Option<NodeMemory> {
+pub(crate) fn parse_meminfo(node: usize, text: &str) -> Option<NodeMemory> {
     let field = |name: &str| -> Option<u64> {
         text.lines().find_map(|line| {
             let rest = line.split_once(name).map(|(before, after)| (before.trim(), after))?;

@@ -9,7 +9,8 @@ use crate::topology::Topology;
 
 /// Pins the calling thread to one CPU.
 ///
-/// The topology is read first (hwloc's discovery may rebind the thread).
+/// The topology is read first (with the feature `hwloc`, hwloc's discovery
+/// may rebind the thread).
 ///
 /// # Errors
 ///

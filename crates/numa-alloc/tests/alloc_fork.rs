@@ -91,7 +91,8 @@ fn child_work() -> i32 {
 #[test]
 fn children_forked_while_threads_allocate_can_allocate_and_exit() {
     assert!(NumaAlloc::is_global());
-    // Resolve the topology before forking (the child must not need hwloc).
+    // Resolve the topology before forking (the child must not read it: not
+    // sysfs, nor hwloc with the feature `hwloc`).
     alloc::set_default_policy(Policy::FirstTouch).unwrap();
     let stop = AtomicBool::new(false);
     let rounds = AtomicU64::new(0);

@@ -34,6 +34,27 @@ fn main() -> ExitCode {
 
     s.check("topology matches the emulated machine", || check_topology(topo, &spec));
 
+    // The default source, sysfs, whichever source `Topology::get` used; with
+    // the feature `hwloc` (the test command's build), hwloc must agree with it.
+    let name = if cfg!(feature = "hwloc") {
+        "sysfs reads the emulated machine, as hwloc does"
+    } else {
+        "sysfs reads the emulated machine"
+    };
+    s.check(name, || {
+        let sysfs = Topology::from_sysfs().map_err(|e| format!("sysfs: {e}"))?;
+        check_topology(&sysfs, &spec)?;
+        #[cfg(feature = "hwloc")]
+        {
+            let hwloc = Topology::from_hwloc().map_err(|e| format!("hwloc: {e}"))?;
+            let diff = sysfs.differences(&hwloc);
+            if !diff.is_empty() {
+                return Err(format!("sysfs and hwloc differ:\n  {}", diff.join("\n  ")));
+            }
+        }
+        Ok(())
+    });
+
     s.check("bind puts every page on its node", || {
         for node in all.iter() {
             let r = region(PAGES * ps, Policy::Bind(NodeSet::single(node)))?;
@@ -307,7 +328,12 @@ fn check_round_robin(p: &Placement, nodes: &NodeSet) -> Result<(), String> {
 
 fn check_topology(topo: &Topology, spec: &GuestSpec) -> Result<(), String> {
     if topo.nodes().len() != spec.total_nodes() {
-        return Err(format!("hwloc sees {} nodes, the machine has {}", topo.nodes().len(), spec.total_nodes()));
+        return Err(format!(
+            "the topology ({:?}) has {} nodes, the machine has {}",
+            topo.source(),
+            topo.nodes().len(),
+            spec.total_nodes()
+        ));
     }
     for (i, node) in topo.nodes().iter().enumerate() {
         if node.os_index != i {

@@ -123,15 +123,16 @@ impl Runs {
 }
 
 /// Does the one-time set-up of a process before the clock starts:
-/// discovers the machine's topology (hwloc takes tens of milliseconds; the
-/// skeleton reads the cached result) and starts the STM (pages in its lock
+/// discovers the machine's topology (reading sysfs, or hwloc with the
+/// feature `hwloc`, which takes tens of milliseconds; the skeleton reads
+/// the cached result) and starts the STM (pages in its lock
 /// table, a few milliseconds). Without it the first timed skeleton run pays
 /// for both. STAMP likewise creates its threads and calls `TM_STARTUP`
 /// before starting the clock.
 ///
 /// # Errors
 ///
-/// The skeleton's error if hwloc cannot discover the machine.
+/// The skeleton's error if the machine's topology cannot be read.
 pub fn prepare_before_timing() -> Result<(), skelaff_worklist::Error> {
     skelaff_numa_alloc::Topology::get()?;
     skelaff_stm::startup();

@@ -207,7 +207,8 @@ pub(crate) fn layout_of(builder: &Builder) -> Result<Layout, Error> {
     if builder.threads == 0 {
         return Err(Error::ZeroThreads);
     }
-    // Read the topology before any thread is pinned (hwloc may rebind).
+    // Read the topology before any thread is pinned (hwloc, with the
+    // feature `hwloc`, may rebind).
     let topo = Topology::get()?;
     let layout = builder.placement.place(topo, builder.threads)?;
     if layout.workers.len() != builder.threads {

@@ -1,7 +1,7 @@
 //! `skelaff inspect`: the topology, and where each policy puts pages.
 
 use serde_json::{Value, json};
-use skelaff::numa::{NodeSet, NumaRegion, PageLocation, Policy, RegionOptions, Topology, policy::ByteSize};
+use skelaff::numa::{NodeSet, NumaRegion, PageLocation, Policy, RegionOptions, Source, Topology, policy::ByteSize};
 
 /// Options of `skelaff inspect`.
 #[derive(Debug, clap::Args)]
@@ -74,7 +74,12 @@ fn demo_policies(topo: &Topology) -> Vec<Policy> {
 
 fn print_topology(topo: &Topology) {
     println!(
-        "Machine: {} NUMA node(s), {} core(s), {} hardware thread(s), {} last-level cache group(s)",
+        "Machine ({}): {} NUMA node(s), {} core(s), {} hardware thread(s), {} last-level cache group(s)",
+        match topo.source() {
+            Source::Hwloc => "from hwloc",
+            Source::Sysfs => "from sysfs",
+            _ => "synthetic",
+        },
         topo.nodes().len(),
         topo.cores().len(),
         topo.pus().len(),
@@ -111,7 +116,7 @@ fn print_topology(topo: &Topology) {
             println!();
         }
     } else {
-        println!("  (hwloc reports no node distances)");
+        println!("  (no node distances: one node, or none reported)");
     }
     println!();
     for (i, g) in topo.cache_groups().iter().enumerate() {
@@ -123,6 +128,7 @@ fn print_topology(topo: &Topology) {
 
 fn topology_json(topo: &Topology) -> Value {
     json!({
+        "source": format!("{:?}", topo.source()).to_lowercase(),
         "nodes": topo.nodes().iter().map(|n| json!({
             "os_index": n.os_index,
             "cpus": n.cpus.to_string(),

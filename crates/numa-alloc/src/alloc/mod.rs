@@ -231,7 +231,9 @@ unsafe impl GlobalAlloc for NumaAlloc {
 /// [`Error::NodeNotAllowed`](crate::Error::NodeNotAllowed),
 /// [`Error::EmptyNodeSet`](crate::Error::EmptyNodeSet),
 /// [`Error::BadBlockSize`](crate::Error::BadBlockSize); or
-/// [`Error::Topology`](crate::Error::Topology) if the machine cannot be read.
+/// [`Error::TopologyUnreadable`](crate::Error::TopologyUnreadable) or
+/// [`Error::TopologyFormat`](crate::Error::TopologyFormat) if the machine
+/// cannot be read (or, with the feature `hwloc`, `Error::Topology`).
 /// [`Error::NodeNotAllowed`](crate::Error::NodeNotAllowed) also for a node
 /// this process's cpuset no longer allows (asked of the kernel now, not at
 /// start-up).
