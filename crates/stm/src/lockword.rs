@@ -69,9 +69,60 @@ pub const fn lock_bits(owner: u64) -> u64 {
     (owner << OWNER_SHIFT) | LOCKED
 }
 
+/// The snapshot bound for version `rv`, in the form [`current_at`]
+/// compares with: the unlocked word of `rv` rotated right by one bit
+/// (`rv << 10`, below 2^63 for every `rv <= MAX_VERSION`).
+#[inline(always)]
+pub const fn snapshot_bound(rv: u64) -> u64 {
+    unlocked(rv).rotate_right(1)
+}
+
+/// The version a [`snapshot_bound`] was made from.
+#[inline(always)]
+pub const fn bound_version(bound: u64) -> u64 {
+    bound.rotate_left(1) >> VERSION_SHIFT
+}
+
+/// Whether `w` is unlocked at a version within the snapshot `bound` (of
+/// [`snapshot_bound`]): `!is_locked(w) && version(w) <= rv` in one rotate
+/// and one compare, the check of every transactional read. Rotating moves
+/// [`LOCKED`] to bit 63, so a locked word is above every bound; an unlocked
+/// word has its owner bits clear, so what remains compares as its version.
+#[inline(always)]
+pub const fn current_at(w: u64, bound: u64) -> bool {
+    w.rotate_right(1) <= bound
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// `current_at` is the two checks it replaces, for every word a
+        /// lock can hold (unlocked, or locked by any owner at any version).
+        #[test]
+        fn current_at_is_unlocked_and_within(
+            v in 0..=MAX_VERSION, rv in 0..=MAX_VERSION, owner in 0..=MAX_OWNER, locked: bool,
+        ) {
+            let w = if locked { unlocked(v) | lock_bits(owner) } else { unlocked(v) };
+            let bound = snapshot_bound(rv);
+            proptest::prop_assert_eq!(bound_version(bound), rv);
+            proptest::prop_assert_eq!(current_at(w, bound), !is_locked(w) && version(w) <= rv);
+        }
+    }
+
+    #[test]
+    fn current_at_at_the_edges() {
+        let b = snapshot_bound(7);
+        assert!(current_at(unlocked(7), b));
+        assert!(current_at(unlocked(0), b));
+        assert!(!current_at(unlocked(8), b));
+        assert!(!current_at(unlocked(7) | lock_bits(1), b));
+        assert!(!current_at(unlocked(0) | lock_bits(MAX_OWNER), b));
+        let top = snapshot_bound(MAX_VERSION);
+        assert!(current_at(unlocked(MAX_VERSION), top));
+        assert!(!current_at(unlocked(MAX_VERSION) | LOCKED, top));
+    }
 
     #[test]
     fn fields_do_not_overlap() {

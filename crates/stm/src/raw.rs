@@ -18,7 +18,7 @@
 use crossbeam_utils::CachePadded;
 
 use crate::error::AbortReason;
-use crate::lockword::{is_locked, lock_bits, owner, unlocked, version};
+use crate::lockword::{bound_version, current_at, is_locked, lock_bits, owner, snapshot_bound, unlocked, version};
 use crate::primitive::{AtomicU64, Backoff, Ordering, spin_loop};
 
 /// How many times a read re-checks a word locked by a committer before
@@ -332,7 +332,9 @@ pub enum Committed {
 /// the runtime's [`Tx`](crate::Tx) wraps one per thread.
 #[derive(Debug, Default)]
 pub struct TxState {
-    rv: u64,
+    /// The snapshot (read version), as [`snapshot_bound`] makes it: what
+    /// [`current_at`] compares each read's lock word with.
+    rv_bound: u64,
     reads: Vec<*const AtomicU64>,
     writes: WriteSet,
     /// The locks taken by the commit in progress.
@@ -362,8 +364,9 @@ impl TxState {
     }
 
     /// The current snapshot bound.
+    #[inline(always)]
     pub fn rv(&self) -> u64 {
-        self.rv
+        bound_version(self.rv_bound)
     }
 
     /// The number of reads recorded (a word read twice counts twice).
@@ -394,7 +397,7 @@ impl TxState {
     pub fn begin_at(&mut self, rv: u64) {
         self.reads.clear();
         self.writes.clear();
-        self.rv = rv;
+        self.rv_bound = snapshot_bound(rv);
     }
 
     /// Reads the word `w` transactionally.
@@ -426,7 +429,7 @@ impl TxState {
         let l1 = w.lock.load(Ordering::Acquire);
         let v = w.value.load(Ordering::Acquire);
         let l2 = w.lock.load(Ordering::Relaxed);
-        if l1 == l2 && !is_locked(l1) && version(l1) <= self.rv {
+        if l1 == l2 && current_at(l1, self.rv_bound) {
             self.reads.push(&w.lock);
             return Ok(v);
         }
@@ -452,7 +455,7 @@ impl TxState {
         let l1 = w.lock.load(Ordering::Acquire);
         let v = w.value.load(Ordering::Acquire);
         let l2 = w.lock.load(Ordering::Relaxed);
-        if l1 == l2 && !is_locked(l1) && version(l1) <= self.rv {
+        if l1 == l2 && current_at(l1, self.rv_bound) {
             return Ok(v);
         }
         self.read_unlogged_slow(w)
@@ -481,14 +484,14 @@ impl TxState {
     #[inline(never)]
     fn read_unlogged_slow(&self, w: &VWord) -> Result<u64, AbortReason> {
         let (v, l) = consistent_load(w)?;
-        if version(l) <= self.rv { Ok(v) } else { Err(AbortReason::ValidateOnRead) }
+        if version(l) <= self.rv() { Ok(v) } else { Err(AbortReason::ValidateOnRead) }
     }
 
     #[inline(never)]
     fn read_slow(&mut self, e: &Engine, w: &VWord) -> Result<u64, AbortReason> {
         loop {
             let (v, l1) = consistent_load(w)?;
-            if version(l1) > self.rv {
+            if version(l1) > self.rv() {
                 // Newer than the snapshot: extend it if everything read so
                 // far is still current, then read again. The value loaded
                 // above must not be returned: it predates the extension, and
@@ -510,7 +513,7 @@ impl TxState {
     pub fn extend(&mut self, e: &Engine) -> bool {
         let now = e.now();
         if self.validate() {
-            self.rv = now;
+            self.rv_bound = snapshot_bound(now);
             true
         } else {
             false
@@ -526,7 +529,7 @@ impl TxState {
     /// [`TxState::validate`] for the reads from the `from`-th on (the ones
     /// an assisted transaction kept for itself; see the runtime's `assist`).
     pub fn validate_from(&self, from: usize) -> bool {
-        let rv = self.rv;
+        let rv = self.rv();
         let me = self.owner;
         self.reads.get(from..).unwrap_or(&[]).iter().all(|&lock| {
             // SAFETY: the type invariant: `lock` was recorded by `read` in
@@ -628,7 +631,7 @@ impl TxState {
                 w.value.store(entry.value, Ordering::Release);
                 released(&w.lock);
             }
-            Committed::Wrote(self.rv)
+            Committed::Wrote(self.rv())
         };
         self.reads.clear();
         self.writes.clear();
@@ -671,7 +674,7 @@ impl TxState {
             }
         }
         let (wv, bound) = e.advance();
-        if bound != self.rv && !read_set_valid(self, bound) {
+        if bound != self.rv() && !read_set_valid(self, bound) {
             self.release_failed();
             return Err(AbortReason::ValidateOnCommit);
         }

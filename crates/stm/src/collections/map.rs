@@ -1,6 +1,5 @@
 //! An ordered map: a red-black tree with parent links.
 
-use core::cmp::Ordering;
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -160,14 +159,23 @@ where
         self.set_parent(Some(p), Some(r))
     }
 
+    /// The node of `k`, if any. One transactional read a level, at one
+    /// call site, the child chosen with `<` and `>` (for the integer keys
+    /// of most maps one compare and two branches, where `cmp` makes an
+    /// `Ordering` and branches on it: 6 instructions a level fewer, and
+    /// one inlined read instead of two; see the instruction-count guard).
     fn find(&mut self, k: &K) -> Result<Option<P<K, V>>, TxError> {
         let mut t = self.root()?;
         while let Some(p) = t {
-            t = match k.cmp(&Self::n(p).key) {
-                Ordering::Less => self.tx.read(&Self::n(p).left)?,
-                Ordering::Greater => self.tx.read(&Self::n(p).right)?,
-                Ordering::Equal => return Ok(Some(p)),
+            let n = Self::n(p);
+            let link = if *k < n.key {
+                &n.left
+            } else if *k > n.key {
+                &n.right
+            } else {
+                return Ok(Some(p));
             };
+            t = self.tx.read(link)?;
         }
         Ok(None)
     }
@@ -180,16 +188,17 @@ where
         };
         let d = loop {
             let n = Self::n(t);
-            let d = match k.cmp(&n.key) {
-                Ordering::Less => Dir::Left,
-                Ordering::Greater => Dir::Right,
-                Ordering::Equal => {
-                    let old = self.tx.read(&n.value)?;
-                    if old.to_word() != v.to_word() {
-                        self.tx.write(&n.value, v)?;
-                    }
-                    return Ok(Some(old));
+            // `<` and `>` rather than `cmp`, as in `find`.
+            let d = if k < n.key {
+                Dir::Left
+            } else if k > n.key {
+                Dir::Right
+            } else {
+                let old = self.tx.read(&n.value)?;
+                if old.to_word() != v.to_word() {
+                    self.tx.write(&n.value, v)?;
                 }
+                return Ok(Some(old));
             };
             match self.tx.read(Self::link(t, d))? {
                 Some(c) => t = c,

@@ -297,11 +297,15 @@ where
         for l in (0..top).rev() {
             // A node reached through a level-`l` link has more than `l`
             // levels: `links[l]` is in bounds, here and below.
+            // `<` and `>` rather than `cmp` (see `TMap`'s `find`).
             while let Some(p) = self.tx.read(&links[l])? {
-                match Self::key(p).cmp(k) {
-                    core::cmp::Ordering::Less => links = Self::forward(p),
-                    core::cmp::Ordering::Equal => return Ok(Some(p)),
-                    core::cmp::Ordering::Greater => break,
+                let key = Self::key(p);
+                if key < k {
+                    links = Self::forward(p);
+                } else if key > k {
+                    break;
+                } else {
+                    return Ok(Some(p));
                 }
             }
         }
