@@ -58,7 +58,9 @@ pub use config::{Builder, Helpers, PagePolicy, TxAssist};
 #[cfg(not(loom))]
 pub use error::Error;
 #[cfg(not(loom))]
-pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
+pub use placement::{
+    HelperPlace, HelperSite, ThreadLayout, ThreadMapping, ThreadPlace, ThreadPlacement, TopologyPlacement,
+};
 #[cfg(not(loom))]
 pub use pool::Distribution;
 #[cfg(not(loom))]
