@@ -88,8 +88,8 @@ impl WorkerSampler {
         thread: usize,
         node: usize,
         mover: Option<Arc<dyn PageMover>>,
-    ) -> Result<WorkerSampler, String> {
-        sampler::enable(sampling.period, UNIT_SAMPLES).map_err(|e| format!("starting the access sampler: {e}"))?;
+    ) -> Result<WorkerSampler, skelaff_stm::SamplerError> {
+        sampler::enable(sampling.period, UNIT_SAMPLES)?;
         let _ = sampler::take();
         // The STM already keeps one access in `period`; the recorder keeps
         // every sample it is given until its capacity forces it to thin.
@@ -305,15 +305,14 @@ impl AccessProfile {
         threads: usize,
         finished: Vec<FinishedSampler>,
         migration: Option<MigrationLog>,
-    ) -> Result<AccessProfile, String> {
-        let machine = Machine::from_topology("this machine", topo).map_err(|e| e.to_string())?;
+    ) -> Result<AccessProfile, skelaff_locality::Error> {
+        let machine = Machine::from_topology("this machine", topo)?;
         let mut header = ProfileHeader::new(machine, "worklist", policy, u16::try_from(threads).unwrap_or(u16::MAX));
         header.page_size = topo.page_size() as u64;
         header.sampling = sampling;
         let seen: u64 = finished.iter().map(|f| f.seen).sum();
         let dropped: u64 = finished.iter().map(|f| f.dropped).sum();
-        let mut profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())
-            .map_err(|e| e.to_string())?;
+        let mut profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())?;
         // The recorders counted samples; the header counts accesses, and
         // each kept sample now stands for STM period x recorder period.
         let h = profile.header();
