@@ -6,7 +6,7 @@
 //! from its CPU mask when every CPU of the mask is on one node (a pinned
 //! thread, whoever pinned it), otherwise from the CPU it runs on at that
 //! moment. Threads pin themselves through numa-alloc's
-//! [`pin`](skelaff_numa_alloc::pin); one that changes its CPU mask after it
+//! [`pin`] module; one that changes its CPU mask after it
 //! first asked calls [`refresh_home_node`].
 
 use core::cell::Cell;
