@@ -57,8 +57,10 @@ fn bench_op(
     g.bench_function(id, |b| b.iter(|| op.apply(team, &x, &mut y).expect("sizes match")));
 }
 
-/// The median criterion recorded for `group/id`, in seconds.
-fn median(group: &str, id: &str) -> Option<f64> {
+/// The median criterion recorded for `group/id`, in seconds (read from
+/// criterion's `estimates.json`: not a median of samples in hand, so not
+/// `skelaff_bench_support::median`).
+fn recorded_median(group: &str, id: &str) -> Option<f64> {
     let path = criterion_dir().join(group).join(id).join("new/estimates.json");
     let text = std::fs::read_to_string(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -95,7 +97,7 @@ fn peers_group(c: &mut Criterion, a: &Csr) {
     println!("\nratios of medians (same run; > 1 means skelaff is faster):");
     for threads in [1, 2] {
         for peer in ["sprs", "nalgebra-sparse"] {
-            match (median(group, &format!("skelaff/{threads}")), median(group, peer)) {
+            match (recorded_median(group, &format!("skelaff/{threads}")), recorded_median(group, peer)) {
                 (Some(s), Some(p)) => println!(
                     "  skelaff {threads} thread(s) vs {peer:<16} {:.2}x   ({:.2} GB/s vs {:.2} GB/s by the byte model)",
                     p / s,

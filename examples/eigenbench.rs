@@ -280,8 +280,9 @@ impl Picker {
     }
 }
 
+/// One planned access of a transaction: to which array, read or write.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
+enum Op {
     HotR,
     HotW,
     MildR,
@@ -336,35 +337,35 @@ fn worker<M: Mode>(a: &Args, cfg: &Config<M>, t: usize, hot: &[TVar<u64>]) -> Th
         // The transaction's accesses, in a random order (the same order in
         // every attempt: Eigenbench's "persistent" transactions).
         plan.clear();
-        plan.extend(std::iter::repeat_n(Access::HotR, a.r1 as usize));
-        plan.extend(std::iter::repeat_n(Access::HotW, a.w1 as usize));
-        plan.extend(std::iter::repeat_n(Access::MildR, a.r2 as usize));
-        plan.extend(std::iter::repeat_n(Access::MildW, a.w2 as usize));
-        plan.extend(std::iter::repeat_n(Access::ColdR, a.r3i as usize));
-        plan.extend(std::iter::repeat_n(Access::ColdW, a.w3i as usize));
+        plan.extend(std::iter::repeat_n(Op::HotR, a.r1 as usize));
+        plan.extend(std::iter::repeat_n(Op::HotW, a.w1 as usize));
+        plan.extend(std::iter::repeat_n(Op::MildR, a.r2 as usize));
+        plan.extend(std::iter::repeat_n(Op::MildW, a.w2 as usize));
+        plan.extend(std::iter::repeat_n(Op::ColdR, a.r3i as usize));
+        plan.extend(std::iter::repeat_n(Op::ColdW, a.w3i as usize));
         for i in (1..plan.len()).rev() {
             plan.swap(i, rng.below(i + 1));
         }
         idx.clear();
         idx.extend(plan.iter().map(|acc| match acc {
-            Access::HotR | Access::HotW => ph.pick(&mut rng, a.a1, a.locality),
-            Access::MildR | Access::MildW => pm.pick(&mut rng, a.a2, a.locality),
-            Access::ColdR | Access::ColdW => pc.pick(&mut rng, a.a3, a.locality),
+            Op::HotR | Op::HotW => ph.pick(&mut rng, a.a1, a.locality),
+            Op::MildR | Op::MildW => pm.pick(&mut rng, a.a2, a.locality),
+            Op::ColdR | Op::ColdW => pc.pick(&mut rng, a.a3, a.locality),
         }));
         let sum = stm::atomically_with(cfg, |tx| {
             let mut sum = 0u64;
             for (k, (acc, &i)) in plan.iter().zip(&idx).enumerate() {
                 match acc {
-                    Access::HotR => sum = sum.wrapping_add(tx.read(&hot[i])?),
-                    Access::HotW => {
+                    Op::HotR => sum = sum.wrapping_add(tx.read(&hot[i])?),
+                    Op::HotW => {
                         tx.update(&hot[i], |x| x + 1)?;
                     }
-                    Access::MildR => sum = sum.wrapping_add(tx.read(&mild[i])?),
-                    Access::MildW => {
+                    Op::MildR => sum = sum.wrapping_add(tx.read(&mild[i])?),
+                    Op::MildW => {
                         tx.update(&mild[i], |x| x + 1)?;
                     }
-                    Access::ColdR => sum = sum.wrapping_add(cold[i]),
-                    Access::ColdW => {
+                    Op::ColdR => sum = sum.wrapping_add(cold[i]),
+                    Op::ColdW => {
                         cold[i] += 1;
                         out.cold_inside_writes += 1;
                     }

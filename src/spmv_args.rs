@@ -1,8 +1,8 @@
 //! The command-line flags every SpMV binary shares (the `spmv`, `nas_cg`
 //! and `nas_cg_mpi` examples and the `skelaff cg` / `skelaff spmv`
-//! subcommands): how to set up the [`Engine`].
+//! subcommands): how to set up the [`SpmvEngine`].
 
-use skelaff_spmv::{ArrayPlacement, Engine, EngineOptions, Simd, SplitKind};
+use skelaff_spmv::{ArrayPlacement, Simd, SplitKind, SpmvEngine, SpmvEngineOptions};
 
 /// Threads, placement, split, kernels and pages of the SpMV engine.
 #[derive(clap::Args, Clone, Debug)]
@@ -26,8 +26,8 @@ pub struct EngineArgs {
 
 impl EngineArgs {
     /// The engine options these flags ask for.
-    pub fn options(&self) -> EngineOptions {
-        EngineOptions {
+    pub fn options(&self) -> SpmvEngineOptions {
+        SpmvEngineOptions {
             threads: self.threads,
             placement: self.placement,
             split: self.split,
@@ -40,9 +40,9 @@ impl EngineArgs {
     ///
     /// # Errors
     ///
-    /// As [`Engine::new`] (a thread count of zero, a non-static schedule
+    /// As [`SpmvEngine::new`] (a thread count of zero, a non-static schedule
     /// in the environment, a CPU this process may not use).
-    pub fn engine(&self) -> skelaff_spmv::Result<Engine> {
-        Engine::new(self.options())
+    pub fn engine(&self) -> skelaff_spmv::Result<SpmvEngine> {
+        SpmvEngine::new(self.options())
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use skelaff::spmv::cg::{self, CgOptions};
-use skelaff::spmv::{Csr, Engine, EngineOptions, mm};
+use skelaff::spmv::{Csr, SpmvEngine, SpmvEngineOptions, mm};
 
 /// A directory of its own for each test.
 fn scratch(test: &str) -> PathBuf {
@@ -64,8 +64,8 @@ fn laplacian_symmetric(n: usize, shift: f64) -> String {
 const GENERAL: &str = "%%MatrixMarket matrix coordinate real general\n5 5 9\n3 1 -1.5\n1 1 4\n2 2 3\n\
                        5 5 7\n1 4 2.25\n4 4 1\n3 3 5\n2 5 -0.5\n5 2 8\n";
 
-fn in_process_engine() -> Engine {
-    Engine::new(EngineOptions { threads: 1, ..EngineOptions::default() }).expect("a one-thread engine")
+fn in_process_engine() -> SpmvEngine {
+    SpmvEngine::new(SpmvEngineOptions { threads: 1, ..SpmvEngineOptions::default() }).expect("a one-thread engine")
 }
 
 fn read(path: &Path) -> Csr {

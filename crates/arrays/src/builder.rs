@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::hints::{AccessHints, Choice, LargePages};
 use crate::partition::Partition;
 use crate::select::{Limits, MachineMemory, Request, select};
-use crate::storage::{self, Layout};
+use crate::storage::{self, AllocRequest};
 
 /// Describes an array to allocate: its length, the program's access hints,
 /// and optionally a fixed implementation, a large-page setting, the
@@ -151,7 +151,7 @@ impl<T: Element> ArrayBuilder<T> {
             single_node: self.node,
         };
         let mut selection = select(&req, &machine)?;
-        let layout = Layout {
+        let layout = AllocRequest {
             len: self.len,
             elem_size: size_of::<T>(),
             single_node: self.node,

@@ -190,7 +190,7 @@ pub(crate) struct Storage {
 }
 
 /// What to allocate.
-pub(crate) struct Layout<'a> {
+pub(crate) struct AllocRequest<'a> {
     pub(crate) len: usize,
     pub(crate) elem_size: usize,
     pub(crate) single_node: Option<usize>,
@@ -202,7 +202,7 @@ pub(crate) struct Layout<'a> {
 pub(crate) fn allocate(
     topo: &Topology,
     machine: &MachineMemory,
-    layout: &Layout<'_>,
+    layout: &AllocRequest<'_>,
     selection: &mut Selection,
 ) -> Result<Storage> {
     match allocate_with(topo, machine, layout, selection) {
@@ -220,7 +220,12 @@ pub(crate) fn allocate(
     }
 }
 
-fn allocate_with(topo: &Topology, machine: &MachineMemory, layout: &Layout<'_>, sel: &Selection) -> Result<Storage> {
+fn allocate_with(
+    topo: &Topology,
+    machine: &MachineMemory,
+    layout: &AllocRequest<'_>,
+    sel: &Selection,
+) -> Result<Storage> {
     let bytes = layout.len * layout.elem_size;
     let huge = match sel.pages {
         PageChoice::Base { .. } => HugePages::Off,

@@ -274,15 +274,17 @@ fn check_replicas(a: &Array<u64>) -> Check {
 
 /// A thread pinned on `node` reads (slice and `get`) from the replica on
 /// `from`, at an address the kernel puts on `from`, and sees `want`. Pinned
-/// through numa-alloc first (the home node found on first ask), then
-/// through `home::pin_to_node`.
+/// before its first read (the home node found on first ask), then pinned
+/// after a read elsewhere and told through `home::refresh_home_node`.
 fn readers_see_their_replica(a: &Array<u64>, node: usize, from: usize, want: u64) -> Check {
     let replica = a.replica(from).ok_or(format!("no replica on node {from}"))?.as_ptr() as usize;
     for via_home in [false, true] {
         std::thread::scope(|sc| {
             sc.spawn(|| -> Check {
                 if via_home {
-                    home::pin_to_node(node).map_err(|e| e.to_string())?;
+                    let _ = home::home_node();
+                    pin::pin_to_node(node).map_err(|e| e.to_string())?;
+                    home::refresh_home_node();
                 } else {
                     pin::pin_to_node(node).map_err(|e| e.to_string())?;
                 }

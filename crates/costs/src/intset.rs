@@ -52,10 +52,11 @@ pub trait IntSet: Sync {
 
 /// A set whose structural check failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the set's structure is broken: {invariant}")]
+#[error("the set's structure is broken")]
 pub struct BrokenSet {
-    /// The broken invariant, as the collection's own check describes it.
-    pub invariant: String,
+    /// The broken invariant, as the collection's own check names it.
+    #[source]
+    pub invariant: stm::collections::Broken,
 }
 
 /// The driver's generator: xorshift64 (TinySTM's intset uses its own
@@ -279,6 +280,6 @@ stm_set!(TSkipMap<u64, ()>, |m: &TSkipMap<u64, ()>| broken(stm::atomically(|tx| 
 
 /// A collection's structural check (its size, or the broken invariant it
 /// describes) as [`IntSet::verify`]'s result.
-fn broken(check: Result<usize, String>) -> Result<(), BrokenSet> {
+fn broken(check: Result<usize, stm::collections::Broken>) -> Result<(), BrokenSet> {
     check.map(drop).map_err(|invariant| BrokenSet { invariant })
 }

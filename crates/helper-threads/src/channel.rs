@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use skelaff_numa_alloc::idle::IdleCounts;
 use skelaff_worklist::{CounterFigures, HelperPlace, ShadowEnds, WorkerInfo};
 
-use crate::counters::ThreadCounters;
+use crate::counters::PerfCounters;
 use crate::link::Link;
 use crate::tuning::{Probe, Tuner};
 
@@ -101,7 +101,7 @@ pub struct WorkerSide {
     current_helped: bool,
     /// The unit handed last (the next to run) went to the helper.
     next_handed: bool,
-    pub(crate) counters: Option<ThreadCounters>,
+    pub(crate) counters: Option<PerfCounters>,
     /// No helper thread runs for this worker in this run.
     without_thread: bool,
     /// Units the probe is sure to keep the helper off for, still to come:
@@ -118,7 +118,7 @@ pub struct WorkerSide {
 }
 
 impl WorkerSide {
-    pub(crate) fn new(probe: Option<Probe>, counters: Option<ThreadCounters>, without_thread: bool) -> Self {
+    pub(crate) fn new(probe: Option<Probe>, counters: Option<PerfCounters>, without_thread: bool) -> Self {
         WorkerSide {
             without_thread,
             handed: 0,
@@ -155,7 +155,7 @@ impl WorkerSide {
     /// could not measure.
     pub(crate) fn end(mut self) -> (WorkerEnd, Option<String>) {
         self.settle_quiet();
-        let counters = self.counters.as_mut().map(ThreadCounters::read).unwrap_or_default();
+        let counters = self.counters.as_mut().map(PerfCounters::read).unwrap_or_default();
         let note = self.counters.as_ref().and_then(|c| c.note().map(str::to_owned));
         (WorkerEnd { handed: self.handed, skipped: self.skipped, wakes: self.wakes, probe: self.probe, counters }, note)
     }

@@ -5,7 +5,7 @@
 //! never fail a run.
 //!
 //! The counters need the crate's feature `perf` (the umbrella's `perf`, or
-//! its `cli`). Without it [`ThreadCounters::open`] opens none: its kind is
+//! its `cli`). Without it [`PerfCounters::open`] opens none: its kind is
 //! [`CounterKind::None`] and its note names the feature.
 
 #[cfg(feature = "perf")]
@@ -14,7 +14,7 @@ use perf_event::events::{Cache, CacheOp, CacheResult, Software, WhichCache};
 use perf_event::{Builder, Counter};
 use skelaff_worklist::CounterFigures;
 
-/// Which counters a [`ThreadCounters`] could open.
+/// Which counters a [`PerfCounters`] could open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CounterKind {
     /// Hardware last-level cache read accesses and misses (and the software ones).
@@ -26,14 +26,14 @@ pub enum CounterKind {
     None,
 }
 
-/// Counters of the calling thread, opened and enabled by [`ThreadCounters::open`].
+/// Counters of the calling thread, opened and enabled by [`PerfCounters::open`].
 ///
 /// # Examples
 ///
 /// ```
-/// use skelaff_helper_threads::counters::{CounterKind, ThreadCounters};
+/// use skelaff_helper_threads::counters::{CounterKind, PerfCounters};
 ///
-/// let mut c = ThreadCounters::open();
+/// let mut c = PerfCounters::open();
 /// let v: Vec<u64> = (0..100_000).collect();
 /// std::hint::black_box(&v);
 /// let figures = c.read();
@@ -44,14 +44,14 @@ pub enum CounterKind {
 /// }
 /// ```
 #[derive(Debug)]
-pub struct ThreadCounters {
+pub struct PerfCounters {
     kind: CounterKind,
     #[cfg(feature = "perf")]
     counters: Vec<(Which, Counter)>,
     note: Option<String>,
 }
 
-/// The note of every [`ThreadCounters`] in a build without the feature
+/// The note of every [`PerfCounters`] in a build without the feature
 /// `perf` (with it, the notes say why a counter could not be opened).
 pub const NOT_BUILT: &str = "no perf counters: skelaff-helper-threads was built without its feature `perf`";
 
@@ -77,12 +77,12 @@ fn open_one<K: Into<perf_event::events::Event>>(kind: K) -> std::io::Result<Coun
     Ok(c)
 }
 
-impl ThreadCounters {
+impl PerfCounters {
     /// Opens and enables counters for the calling thread: hardware LLC
     /// read misses and accesses if the machine has them, and task clock and
     /// page faults.
     #[cfg(feature = "perf")]
-    pub fn open() -> ThreadCounters {
+    pub fn open() -> PerfCounters {
         let mut counters = Vec::new();
         let mut note = None;
         let hw = open_one(LLC_MISS).and_then(|m| open_one(LLC_ACCESS).map(|a| (m, a)));
@@ -107,18 +107,18 @@ impl ThreadCounters {
             (Err(e), _) | (_, Err(e)) => {
                 if kind == CounterKind::Software {
                     note = Some(format!("no perf counters at all (perf_event_open: {e})"));
-                    return ThreadCounters { kind: CounterKind::None, counters: Vec::new(), note };
+                    return PerfCounters { kind: CounterKind::None, counters: Vec::new(), note };
                 }
             }
         }
-        ThreadCounters { kind, counters, note }
+        PerfCounters { kind, counters, note }
     }
 
     /// Opens nothing: the crate was built without its feature `perf`
     /// (the kind is [`CounterKind::None`], the note [`NOT_BUILT`]).
     #[cfg(not(feature = "perf"))]
-    pub fn open() -> ThreadCounters {
-        ThreadCounters { kind: CounterKind::None, note: Some(NOT_BUILT.to_owned()) }
+    pub fn open() -> PerfCounters {
+        PerfCounters { kind: CounterKind::None, note: Some(NOT_BUILT.to_owned()) }
     }
 
     /// Which counters are open.

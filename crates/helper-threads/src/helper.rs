@@ -13,7 +13,7 @@ use skelaff_worklist::{
 
 use crate::HelperThreads;
 use crate::channel::{HelperChannel, HelperStats, WorkerEnd, WorkerSide};
-use crate::counters::ThreadCounters;
+use crate::counters::PerfCounters;
 use crate::link::Event;
 use crate::shadow::{ShadowEnd, ShadowTx};
 use crate::stop::StopReason;
@@ -66,7 +66,7 @@ where
     fn worker_start(&self, ch: &HelperChannel<S::Unit>) -> WorkerSide {
         let probe = ch.place.and_then(|_| self.probe_for(ch.worker.index));
         let without_thread = ch.without_thread.load(Ordering::Relaxed);
-        WorkerSide::new(probe, self.config.counters.then(ThreadCounters::open), without_thread)
+        WorkerSide::new(probe, self.config.counters.then(PerfCounters::open), without_thread)
     }
 
     fn worker_end(&self, ch: &HelperChannel<S::Unit>, side: WorkerSide) {
@@ -203,7 +203,7 @@ fn run_helper<S: Skeleton>(
     if c.quiet_panics {
         install_quiet_hook();
     }
-    let mut counters = c.counters.then(ThreadCounters::open);
+    let mut counters = c.counters.then(PerfCounters::open);
     let mut stats = HelperStats::default();
     let mut tuner = c.adaptive.map(Tuner::new);
     let Ok(mut shadow) = ShadowTx::new(&c.shadow) else {

@@ -420,9 +420,9 @@ pub(crate) fn score(shadow: &[usize], worker: &mut Vec<usize>, scratch: &mut Vec
     }
 }
 
-/// What the tuner asks for after a window.
+/// What the tuner asks for after a window: an adjustment of the helper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Decision {
+pub(crate) struct Adjustment {
     pub(crate) lifespan: Option<u64>,
     pub(crate) log_capacity: Option<usize>,
     /// Switch the helper off for this many handoffs.
@@ -473,7 +473,7 @@ impl Tuner {
         logged: usize,
         lifespan: u64,
         log_capacity: usize,
-    ) -> Decision {
+    ) -> Adjustment {
         for (w, t) in [(&mut self.window, s), (&mut self.total, s)] {
             w.shadow_lines += t.shadow_lines;
             w.worker_lines += t.worker_lines;
@@ -487,7 +487,7 @@ impl Tuner {
         self.log_full += u32::from(stop == Some(StopReason::WriteLogFull));
         self.max_logged = self.max_logged.max(logged);
         if self.samples < self.cfg.window {
-            return Decision::default();
+            return Adjustment::default();
         }
         let w = std::mem::take(&mut self.window);
         let (samples, by_lifespan, log_full, max_logged) =
@@ -501,7 +501,7 @@ impl Tuner {
         let coverage = ratio(w.useful, w.worker_lines);
         let accuracy = ratio(w.useful, w.shadow_lines);
         let tail_accuracy = ratio(w.tail_useful, w.tail);
-        let mut d = Decision::default();
+        let mut d = Adjustment::default();
         if w.worker_lines > 0 && coverage < self.cfg.min_coverage {
             let off = self.cfg.off_units << self.offs.min(6);
             self.offs += 1;
@@ -551,7 +551,7 @@ mod tests {
         let cfg = Tuning { window: 2, ..Tuning::default() };
         let mut t = Tuner::new(cfg);
         let stop = Some(StopReason::LifespanExhausted);
-        assert_eq!(t.add(sample(90, 45), stop, 10, 1024, 1024), Decision::default());
+        assert_eq!(t.add(sample(90, 45), stop, 10, 1024, 1024), Adjustment::default());
         let d = t.add(sample(90, 45), stop, 10, 1024, 1024);
         assert_eq!(d.lifespan, Some(2048));
         // Small log use shrinks the log.

@@ -11,8 +11,8 @@ use skelaff_helper_threads::{HelperConfig, HelperThreads, MAX_LIFESPAN, ShadowCo
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::{TMap, TVar, TxError, TxOps};
 use skelaff_worklist::{
-    Builder, Decision, Distribution, Error, HelperSite, Helpers, NoHelper, Placement, ProcessCtx, RunReport, Skeleton,
-    ThreadMapping, TopologyPlacement, WorkerInfo,
+    Builder, Decision, Distribution, Error, HelperSite, Helpers, NoHelper, ProcessCtx, RunReport, Skeleton,
+    ThreadMapping, ThreadPlacement, TopologyPlacement, WorkerInfo,
 };
 
 use common::{helper, total, within};

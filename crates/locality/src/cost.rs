@@ -177,14 +177,14 @@ impl Profile {
     /// # Examples
     ///
     /// ```
-    /// use skelaff_locality::{Access, CostModel, Profile, ProfileHeader};
+    /// use skelaff_locality::{PageAccess, CostModel, Profile, ProfileHeader};
     ///
     /// let h = ProfileHeader::new("2x1".parse()?, "demo", "interleave", 2);
     /// let p = Profile::new(h, vec![
-    ///     Access::read(1, 0, 0, 0).at_home(0),  // local
-    ///     Access::read(2, 0, 0, 1).at_home(1),  // remote: distance 20
-    ///     Access::read(2, 1, 1, 2).at_home(1),  // local
-    ///     Access::read(3, 1, 1, 3),             // never attributed
+    ///     PageAccess::read(1, 0, 0, 0).at_home(0),  // local
+    ///     PageAccess::read(2, 0, 0, 1).at_home(1),  // remote: distance 20
+    ///     PageAccess::read(2, 1, 1, 2).at_home(1),  // local
+    ///     PageAccess::read(3, 1, 1, 3),             // never attributed
     /// ])?;
     /// let f = p.measured(&CostModel::default())?;
     /// assert_eq!((f.accesses, f.local, f.unattributed), (3, 2, 1));

@@ -60,13 +60,13 @@ pub struct SharingRow {
 /// # Examples
 ///
 /// ```
-/// use skelaff_locality::{Access, Footprint, Profile, ProfileHeader};
+/// use skelaff_locality::{PageAccess, Footprint, Profile, ProfileHeader};
 ///
 /// let h = ProfileHeader::new("2x1".parse()?, "demo", "bind", 2);
 /// let p = Profile::new(h, vec![
-///     Access::write(10, 0, 0, 0), // page 10: private to thread 0
-///     Access::read(11, 0, 0, 1),  // page 11: read by both threads
-///     Access::read(11, 1, 1, 2),
+///     PageAccess::write(10, 0, 0, 0), // page 10: private to thread 0
+///     PageAccess::read(11, 0, 0, 1),  // page 11: read by both threads
+///     PageAccess::read(11, 1, 1, 2),
 /// ])?;
 /// let f = Footprint::new(&p, 4);
 /// assert_eq!((f.sharing[0].sharers, f.sharing[0].pages, f.sharing[0].written_pages), (1, 1, 1));
@@ -236,7 +236,7 @@ impl fmt::Display for Footprint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Access, ProfileHeader};
+    use crate::profile::{PageAccess, ProfileHeader};
 
     fn three_threads() -> Profile {
         let h = ProfileHeader::new("4x1".parse().unwrap(), "t", "bind", 3);
@@ -244,16 +244,16 @@ mod tests {
             h,
             vec![
                 // Page 100: written by 0, read by 1 and 2 (touched by 3, read by 2, written by 1).
-                Access::write(100, 0, 0, 0),
-                Access::read(100, 1, 1, 10),
-                Access::read(100, 2, 2, 20),
+                PageAccess::write(100, 0, 0, 0),
+                PageAccess::read(100, 1, 1, 10),
+                PageAccess::read(100, 2, 2, 20),
                 // Page 200: read and written by thread 1 only.
-                Access::read(200, 1, 1, 30),
-                Access::write(200, 1, 1, 40),
-                Access::write(200, 1, 1, 41),
+                PageAccess::read(200, 1, 1, 30),
+                PageAccess::write(200, 1, 1, 40),
+                PageAccess::write(200, 1, 1, 41),
                 // Page 300: written by 0 and 2, read by nobody.
-                Access::write(300, 0, 0, 50),
-                Access::write(300, 2, 2, 99),
+                PageAccess::write(300, 0, 0, 50),
+                PageAccess::write(300, 2, 2, 99),
             ],
         )
         .unwrap()

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::atomic_file::AtomicFile;
 use crate::error::{Error, RecordError, Result};
 use crate::machine::Machine;
-use crate::profile::{Access, AccessKind, Profile, ProfileHeader};
+use crate::profile::{AccessKind, PageAccess, Profile, ProfileHeader};
 
 /// The first line's word.
 const MAGIC: &str = "SKELAFF-PROFILE";
@@ -46,7 +46,7 @@ struct FileHeader {
     records: u64,
 }
 
-fn encode(a: &Access) -> [u8; RECORD_BYTES] {
+fn encode(a: &PageAccess) -> [u8; RECORD_BYTES] {
     let mut r = [0u8; RECORD_BYTES];
     r[0..8].copy_from_slice(&a.page.to_le_bytes());
     r[8..16].copy_from_slice(&a.time_ns.to_le_bytes());
@@ -60,7 +60,7 @@ fn encode(a: &Access) -> [u8; RECORD_BYTES] {
     r
 }
 
-fn decode(r: &[u8; RECORD_BYTES]) -> std::result::Result<Access, RecordError> {
+fn decode(r: &[u8; RECORD_BYTES]) -> std::result::Result<PageAccess, RecordError> {
     let u64_at =
         |i: usize| u64::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3], r[i + 4], r[i + 5], r[i + 6], r[i + 7]]);
     let u16_at = |i: usize| u16::from_le_bytes([r[i], r[i + 1]]);
@@ -73,7 +73,7 @@ fn decode(r: &[u8; RECORD_BYTES]) -> std::result::Result<Access, RecordError> {
         return Err(RecordError::Reserved(r[23]));
     }
     let home = u16_at(20);
-    Ok(Access {
+    Ok(PageAccess {
         page: u64_at(0),
         time_ns: u64_at(8),
         thread: u16_at(16),
@@ -241,9 +241,9 @@ mod tests {
         h.seen = 640;
         h.attribution = Attribution::AtEnd;
         let accesses = vec![
-            Access::read(0x7f00_0000_1234, 0, 0, 5).at_home(0),
-            Access::write(0x10, 2, 7, 6).at_home(3),
-            Access::read(u64::MAX, 1, 1, u64::MAX),
+            PageAccess::read(0x7f00_0000_1234, 0, 0, 5).at_home(0),
+            PageAccess::write(0x10, 2, 7, 6).at_home(3),
+            PageAccess::read(u64::MAX, 1, 1, u64::MAX),
         ];
         Profile::new(h, accesses).unwrap()
     }

@@ -216,7 +216,8 @@ mod tests {
         let machine = crate::Machine::from_topology("this machine", Topology::get().unwrap()).unwrap();
         let header = crate::ProfileHeader::new(machine, "t", "first-touch", 1);
         let mut p =
-            Profile::new(header, vec![crate::Access::read(a, 0, 0, 1), crate::Access::write(b, 0, 0, 2)]).unwrap();
+            Profile::new(header, vec![crate::PageAccess::read(a, 0, 0, 1), crate::PageAccess::write(b, 0, 0, 2)])
+                .unwrap();
         let mut all = p.clone();
         p.attribute_pages_now(&[a]).unwrap();
         all.attribute_now().unwrap();
@@ -239,7 +240,8 @@ mod tests {
         let header = crate::ProfileHeader::new(machine, "t", "first-touch", 1);
         // Pages visited out of order and revisited.
         let order = [3, 1, 3, 2, 1, 1, 4];
-        let accesses = order.iter().enumerate().map(|(t, &k)| crate::Access::read(first + k, 0, 0, t as u64)).collect();
+        let accesses =
+            order.iter().enumerate().map(|(t, &k)| crate::PageAccess::read(first + k, 0, 0, t as u64)).collect();
         let p = Profile::new(header, accesses).unwrap();
         let index = p.page_index().unwrap();
         let (mut by_index, mut by_search) = (p.clone(), p.clone());

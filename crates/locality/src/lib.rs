@@ -30,7 +30,7 @@ pub use migrate::{MigrationLog, Migrator, PageMove};
 pub use oracle::{AppliedOracle, OracleRun, OracleStretch, Stretch};
 pub use page_index::PageIndex;
 pub use plan::PlacementPlan;
-pub use profile::{Access, AccessKind, Attribution, Profile, ProfileHeader, Sampling};
+pub use profile::{AccessKind, Attribution, PageAccess, Profile, ProfileHeader, Sampling};
 pub use recorder::{Overflow, Recorder};
 pub use report::{LocalityRow, LocalityTable, RowKind, RunLocality, SchemeFigures, modelled_label};
 pub use schemes::{Epoch, MigrationRule, Scheme};

@@ -321,13 +321,13 @@ mod tests {
 
     #[test]
     fn moves_walk_homes_back_in_time() {
-        use crate::profile::{Access, ProfileHeader};
+        use crate::profile::{PageAccess, ProfileHeader};
         // Two heap pages of this process; whatever node they are on now, an
         // access before a logged move is attributed to the move's `from`.
         let v = vec![1u8; 1 << 14];
         let page = v.as_ptr() as u64 / 4096 + 1;
         let h = ProfileHeader::new("2x1".parse().unwrap(), "t", "migration", 1);
-        let p = Profile::new(h, vec![Access::read(page, 0, 0, 5), Access::read(page, 0, 0, 50)]).unwrap();
+        let p = Profile::new(h, vec![PageAccess::read(page, 0, 0, 5), PageAccess::read(page, 0, 0, 50)]).unwrap();
         let moves = [PageMove { page, from: 1, to: 0, time_ns: 10, chosen_ns: 5 }];
         let q = p.attribute_with_moves(&moves).unwrap();
         assert_eq!(q.accesses()[0].home, Some(1));

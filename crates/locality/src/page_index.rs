@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::profile::{Access, Profile};
+use crate::profile::{PageAccess, Profile};
 
 /// The distinct pages of a profile's accesses, ascending, and for each
 /// access the position of its page among them.
@@ -18,11 +18,11 @@ use crate::profile::{Access, Profile};
 /// # Examples
 ///
 /// ```
-/// use skelaff_locality::{Access, Profile, ProfileHeader};
+/// use skelaff_locality::{PageAccess, Profile, ProfileHeader};
 ///
 /// let header = ProfileHeader::new("2x1".parse()?, "demo", "first-touch", 1);
 /// let times = [(9, 0), (3, 1), (9, 2), (5, 3)];
-/// let p = Profile::new(header, times.iter().map(|&(page, t)| Access::read(page, 0, 0, t)).collect())?;
+/// let p = Profile::new(header, times.iter().map(|&(page, t)| PageAccess::read(page, 0, 0, t)).collect())?;
 /// let index = p.page_index().expect("a few pages");
 /// assert_eq!(index.pages(), [3, 5, 9]);
 /// assert_eq!((0..4).map(|i| index.page_of(i)).collect::<Vec<_>>(), [Some(2), Some(0), Some(2), Some(1)]);
@@ -39,7 +39,7 @@ pub struct PageIndex {
 impl PageIndex {
     /// The index of `accesses`' pages, or `None` when there are more
     /// distinct pages than a `u32` counts (a profile of some 128 GiB).
-    pub(crate) fn new(accesses: &[Access]) -> Option<PageIndex> {
+    pub(crate) fn new(accesses: &[PageAccess]) -> Option<PageIndex> {
         // Sized for a few samples per page (a run's usual share), so that
         // it rarely grows: growing rehashes every page seen so far.
         let mut ids: FxHashMap<u64, u32> =
@@ -99,7 +99,7 @@ impl PageIndex {
     /// indexed but the common ones agree), or `None` when this is the
     /// index of `accesses`: one read per access, so an index can never
     /// hand another profile's answers out.
-    pub(crate) fn first_mismatch(&self, accesses: &[Access]) -> Option<usize> {
+    pub(crate) fn first_mismatch(&self, accesses: &[PageAccess]) -> Option<usize> {
         let differs =
             accesses.iter().zip(&self.of_access).position(|(a, &i)| self.pages.get(i as usize) != Some(&a.page));
         match differs {
@@ -128,7 +128,8 @@ mod tests {
 
     fn profile(pages: &[u64]) -> Profile {
         let header = ProfileHeader::new("2x1".parse().unwrap(), "t", "x", 1);
-        Profile::new(header, pages.iter().enumerate().map(|(t, &p)| Access::read(p, 0, 0, t as u64)).collect()).unwrap()
+        Profile::new(header, pages.iter().enumerate().map(|(t, &p)| PageAccess::read(p, 0, 0, t as u64)).collect())
+            .unwrap()
     }
 
     #[test]

@@ -27,10 +27,10 @@ const FIRST_LINE: &str = "SKELAFF-PLAN 1";
 /// # Examples
 ///
 /// ```
-/// use skelaff_locality::{Access, PlacementPlan, Profile, ProfileHeader, Scheme};
+/// use skelaff_locality::{PageAccess, PlacementPlan, Profile, ProfileHeader, Scheme};
 ///
 /// let h = ProfileHeader::new("2x1".parse()?, "demo", "first-touch", 2);
-/// let p = Profile::new(h, vec![Access::write(9, 0, 0, 0), Access::read(9, 1, 1, 1), Access::read(9, 1, 1, 2)])?;
+/// let p = Profile::new(h, vec![PageAccess::write(9, 0, 0, 0), PageAccess::read(9, 1, 1, 1), PageAccess::read(9, 1, 1, 2)])?;
 /// let plan = PlacementPlan::from_profile(&p, Scheme::OracleHigh)?;
 /// assert_eq!(plan.node_of(9), Some(1));
 /// let text = plan.to_text();
@@ -199,17 +199,17 @@ impl PlacementPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Access, ProfileHeader};
+    use crate::profile::{PageAccess, ProfileHeader};
 
     fn plan() -> PlacementPlan {
         let h = ProfileHeader::new("4x1".parse().unwrap(), "t", "first-touch", 4);
         let p = Profile::new(
             h,
             vec![
-                Access::read(0x20, 3, 3, 0),
-                Access::read(0x10, 1, 1, 1),
-                Access::read(0x10, 2, 2, 2),
-                Access::read(0x10, 2, 2, 3),
+                PageAccess::read(0x20, 3, 3, 0),
+                PageAccess::read(0x10, 1, 1, 1),
+                PageAccess::read(0x10, 2, 2, 2),
+                PageAccess::read(0x10, 2, 2, 3),
             ],
         )
         .unwrap();

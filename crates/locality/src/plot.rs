@@ -124,12 +124,13 @@ impl Footprint {
 #[cfg(test)]
 mod tests {
     use crate::Footprint;
-    use crate::profile::{Access, Profile, ProfileHeader};
+    use crate::profile::{PageAccess, Profile, ProfileHeader};
 
     #[test]
     fn draws_an_svg_with_every_thread() {
         let h = ProfileHeader::new("2x2".parse().unwrap(), "t", "bind", 4);
-        let accesses = (0..400u64).map(|i| Access::read(i % 37, (i % 4) as u16, (i % 2) as u16, i * 1000)).collect();
+        let accesses =
+            (0..400u64).map(|i| PageAccess::read(i % 37, (i % 4) as u16, (i % 2) as u16, i * 1000)).collect();
         let f = Footprint::new(&Profile::new(h, accesses).unwrap(), 20);
         let dir = std::env::temp_dir().join(format!("skelaff-locality-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

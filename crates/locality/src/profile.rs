@@ -52,7 +52,7 @@ fn unknown_kind(given: &str) -> Error {
 
 /// One sampled access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Access {
+pub struct PageAccess {
     /// The virtual page number (address / page size).
     pub page: u64,
     /// Nanoseconds since the run began.
@@ -68,20 +68,20 @@ pub struct Access {
     pub kind: AccessKind,
 }
 
-impl Access {
+impl PageAccess {
     /// A read of `page` by `thread` on `node` at `time_ns`, not yet attributed.
-    pub fn read(page: u64, thread: u16, node: u16, time_ns: u64) -> Access {
-        Access { page, time_ns, thread, node, home: None, kind: AccessKind::Read }
+    pub fn read(page: u64, thread: u16, node: u16, time_ns: u64) -> PageAccess {
+        PageAccess { page, time_ns, thread, node, home: None, kind: AccessKind::Read }
     }
 
     /// A write of `page` by `thread` on `node` at `time_ns`, not yet attributed.
-    pub fn write(page: u64, thread: u16, node: u16, time_ns: u64) -> Access {
-        Access { kind: AccessKind::Write, ..Access::read(page, thread, node, time_ns) }
+    pub fn write(page: u64, thread: u16, node: u16, time_ns: u64) -> PageAccess {
+        PageAccess { kind: AccessKind::Write, ..PageAccess::read(page, thread, node, time_ns) }
     }
 
     /// The same access with its page's node set.
-    pub fn at_home(self, home: u16) -> Access {
-        Access { home: Some(home), ..self }
+    pub fn at_home(self, home: u16) -> PageAccess {
+        PageAccess { home: Some(home), ..self }
     }
 }
 
@@ -210,10 +210,10 @@ impl ProfileHeader {
 /// # Examples
 ///
 /// ```
-/// use skelaff_locality::{Access, Machine, Profile, ProfileHeader};
+/// use skelaff_locality::{PageAccess, Machine, Profile, ProfileHeader};
 ///
 /// let header = ProfileHeader::new("2x1".parse()?, "demo", "first-touch", 2);
-/// let p = Profile::new(header, vec![Access::write(7, 1, 1, 20), Access::read(7, 0, 0, 10)])?;
+/// let p = Profile::new(header, vec![PageAccess::write(7, 1, 1, 20), PageAccess::read(7, 0, 0, 10)])?;
 /// assert_eq!(p.accesses()[0].thread, 0); // sorted by time
 /// assert_eq!(p.pages().len(), 1);
 /// # Ok::<(), skelaff_locality::Error>(())
@@ -221,7 +221,7 @@ impl ProfileHeader {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     header: ProfileHeader,
-    accesses: Vec<Access>,
+    accesses: Vec<PageAccess>,
 }
 
 impl Profile {
@@ -231,7 +231,7 @@ impl Profile {
     ///
     /// [`Error::BadAccess`] for an access whose thread, node or home the
     /// header does not have.
-    pub fn new(header: ProfileHeader, mut accesses: Vec<Access>) -> Result<Profile> {
+    pub fn new(header: ProfileHeader, mut accesses: Vec<PageAccess>) -> Result<Profile> {
         let nodes = header.machine.nodes();
         for (index, a) in accesses.iter().enumerate() {
             if a.thread >= header.threads {
@@ -287,7 +287,7 @@ impl Profile {
     }
 
     /// The accesses, in time order.
-    pub fn accesses(&self) -> &[Access] {
+    pub fn accesses(&self) -> &[PageAccess] {
         &self.accesses
     }
 
@@ -351,7 +351,7 @@ impl Profile {
     }
 
     /// Splits into header and accesses.
-    pub fn into_parts(self) -> (ProfileHeader, Vec<Access>) {
+    pub fn into_parts(self) -> (ProfileHeader, Vec<PageAccess>) {
         (self.header, self.accesses)
     }
 }
@@ -366,15 +366,15 @@ mod tests {
 
     #[test]
     fn accesses_are_validated_and_sorted() {
-        let e = Profile::new(header(1), vec![Access::read(1, 1, 0, 0)]).unwrap_err().to_string();
+        let e = Profile::new(header(1), vec![PageAccess::read(1, 1, 0, 0)]).unwrap_err().to_string();
         assert_eq!(e, "access 0: thread 1 but the run had 1 threads (0-0)");
-        let e = Profile::new(header(2), vec![Access::read(1, 1, 0, 0), Access::read(1, 1, 2, 0)]).unwrap_err();
+        let e = Profile::new(header(2), vec![PageAccess::read(1, 1, 0, 0), PageAccess::read(1, 1, 2, 0)]).unwrap_err();
         assert_eq!(e.to_string(), "access 1: thread's node 2 does not exist on 2x1 (nodes 0-1)");
-        let e = Profile::new(header(2), vec![Access::read(1, 1, 0, 0).at_home(5)]).unwrap_err();
+        let e = Profile::new(header(2), vec![PageAccess::read(1, 1, 0, 0).at_home(5)]).unwrap_err();
         assert!(e.to_string().contains("page's node 5"), "{e}");
         let p = Profile::new(
             header(2),
-            vec![Access::read(1, 1, 1, 9), Access::read(2, 0, 0, 3), Access::write(1, 0, 0, 9)],
+            vec![PageAccess::read(1, 1, 1, 9), PageAccess::read(2, 0, 0, 3), PageAccess::write(1, 0, 0, 9)],
         )
         .unwrap();
         let order: Vec<(u64, u16)> = p.accesses().iter().map(|a| (a.time_ns, a.thread)).collect();
@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn counts_are_restated_and_the_accesses_kept() {
-        let mut p = Profile::new(header(2), vec![Access::read(2, 1, 1, 9), Access::read(1, 0, 0, 3)]).unwrap();
+        let mut p = Profile::new(header(2), vec![PageAccess::read(2, 1, 1, 9), PageAccess::read(1, 0, 0, 3)]).unwrap();
         let before = p.accesses().to_vec();
         p.restate_counts(64, 1000, 7);
         let h = p.header();
@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn attribution_sets_homes_and_checks_them() {
-        let p = Profile::new(header(2), vec![Access::read(1, 0, 0, 0), Access::read(2, 1, 1, 1)]).unwrap();
+        let p = Profile::new(header(2), vec![PageAccess::read(1, 0, 0, 0), PageAccess::read(2, 1, 1, 1)]).unwrap();
         let q = p.clone().attributed(Attribution::AtEnd, |page| (page == 2).then_some(0)).unwrap();
         assert_eq!(q.accesses().iter().map(|a| a.home).collect::<Vec<_>>(), [None, Some(0)]);
         assert_eq!(q.header().attribution, Attribution::AtEnd);
@@ -403,7 +403,7 @@ mod tests {
 
     #[test]
     fn a_refused_attribution_in_place_leaves_the_profile_as_it_was() {
-        let mut p = Profile::new(header(2), vec![Access::read(1, 0, 0, 0), Access::read(2, 1, 1, 1)]).unwrap();
+        let mut p = Profile::new(header(2), vec![PageAccess::read(1, 0, 0, 0), PageAccess::read(2, 1, 1, 1)]).unwrap();
         let before = p.clone();
         // The first page's node is valid, the second's is not: nothing is written.
         let e = p.attribute(Attribution::AtEnd, |page| Some(if page == 1 { 0 } else { 5 })).unwrap_err().to_string();

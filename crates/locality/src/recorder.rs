@@ -10,7 +10,7 @@
 //! keeps the first `capacity` samples instead and counts the rest.
 
 use crate::error::Result;
-use crate::profile::{Access, Profile, ProfileHeader, Sampling};
+use crate::profile::{PageAccess, Profile, ProfileHeader, Sampling};
 
 /// What a full recorder does with the next sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,11 +27,11 @@ pub enum Overflow {
 /// # Examples
 ///
 /// ```
-/// use skelaff_locality::{Access, Overflow, Recorder, Sampling};
+/// use skelaff_locality::{PageAccess, Overflow, Recorder, Sampling};
 ///
 /// let mut r = Recorder::new(Sampling::new(1, 4)?, Overflow::Thin);
 /// for t in 0..16 {
-///     r.offer(Access::read(t, 0, 0, t));
+///     r.offer(PageAccess::read(t, 0, 0, t));
 /// }
 /// // Never more than 4 samples; the period doubled twice (1 -> 4), and the
 /// // samples are the accesses 0, 4, 8 and 12: evenly spread over the run.
@@ -45,7 +45,7 @@ pub struct Recorder {
     countdown: u32,
     capacity: usize,
     overflow: Overflow,
-    buf: Vec<Access>,
+    buf: Vec<PageAccess>,
     seen: u64,
     discarded: u64,
 }
@@ -69,7 +69,7 @@ impl Recorder {
     /// whether it was its turn (the sample may still be thinned or dropped
     /// when the buffer is full).
     #[inline]
-    pub fn offer(&mut self, access: Access) -> bool {
+    pub fn offer(&mut self, access: PageAccess) -> bool {
         self.seen += 1;
         self.countdown -= 1;
         if self.countdown != 0 {
@@ -96,7 +96,7 @@ impl Recorder {
 
     /// The period's sample arrived with the buffer full.
     #[cold]
-    fn overflow(&mut self, access: Access) {
+    fn overflow(&mut self, access: PageAccess) {
         self.countdown = self.period;
         match self.overflow {
             Overflow::Drop => self.discarded += 1,
@@ -150,7 +150,7 @@ impl Recorder {
     }
 
     /// The kept samples, in the order offered.
-    pub fn samples(&self) -> &[Access] {
+    pub fn samples(&self) -> &[PageAccess] {
         &self.buf
     }
 }
@@ -208,7 +208,7 @@ impl Profile {
 /// sample twice through scratch as large as the samples, was the largest
 /// part of the end of a profiled vacation run). A run out of time order (a
 /// recorder fed by hand) is sorted instead.
-fn merge_by_time(mut runs: Vec<Vec<Access>>) -> Vec<Access> {
+fn merge_by_time(mut runs: Vec<Vec<PageAccess>>) -> Vec<PageAccess> {
     runs.retain(|r| !r.is_empty());
     let total = runs.iter().map(Vec::len).sum();
     if runs.len() <= 1 || !runs.iter().all(|r| r.is_sorted_by_key(|a| a.time_ns)) {
@@ -267,7 +267,7 @@ fn merge_by_time(mut runs: Vec<Vec<Access>>) -> Vec<Access> {
             // blocks are short, and a search over the whole run missed the
             // cache at every step (it made the merge slower than the sort).
             Some((t, j)) => {
-                let after = |a: &&Access| a.time_ns > t || (a.time_ns == t && i > j);
+                let after = |a: &&PageAccess| a.time_ns > t || (a.time_ns == t && i > j);
                 rest.len() - rest.iter().rev().take_while(after).count()
             }
         };
@@ -296,7 +296,7 @@ mod tests {
     fn feed(r: &mut Recorder, n: u64) {
         for i in 1..=n {
             // Page = the access's ordinal (1-based), so samples show which were kept.
-            r.offer(Access::read(i, 0, 0, i));
+            r.offer(PageAccess::read(i, 0, 0, i));
         }
     }
 
@@ -333,7 +333,7 @@ mod tests {
         feed(&mut fast, 8); // 1-4 kept; 5 arrives full: 1,3 + 5, period 2; then 7
         let mut slow = Recorder::new(Sampling::new(1, 64).unwrap(), Overflow::Thin);
         for i in 1..=8 {
-            slow.offer(Access::read(100 + i, 1, 1, i));
+            slow.offer(PageAccess::read(100 + i, 1, 1, i));
         }
         let header = ProfileHeader::new("2x1".parse().unwrap(), "t", "x", 2);
         let p = Profile::from_recorders(header, vec![fast, slow]).unwrap();
@@ -354,7 +354,7 @@ mod tests {
             runs in proptest::collection::vec(proptest::collection::vec(0u64..6, 0..40), 0..6),
             in_order in any::<bool>(),
         ) {
-            let runs: Vec<Vec<Access>> = runs
+            let runs: Vec<Vec<PageAccess>> = runs
                 .into_iter()
                 .enumerate()
                 .map(|(r, mut times)| {
@@ -362,10 +362,10 @@ mod tests {
                         times.sort_unstable();
                     }
                     // The page says which run and which sample it was.
-                    times.iter().enumerate().map(|(i, &t)| Access::read((r * 1000 + i) as u64, 0, 0, t)).collect()
+                    times.iter().enumerate().map(|(i, &t)| PageAccess::read((r * 1000 + i) as u64, 0, 0, t)).collect()
                 })
                 .collect();
-            let mut expected: Vec<Access> = runs.concat();
+            let mut expected: Vec<PageAccess> = runs.concat();
             expected.sort_by_key(|a| a.time_ns);
             prop_assert_eq!(merge_by_time(runs), expected);
         }

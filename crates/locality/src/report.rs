@@ -130,10 +130,10 @@ pub struct LocalityRow {
 /// # Examples
 ///
 /// ```
-/// use skelaff_locality::{Access, CostModel, LocalityTable, MigrationRule, Profile, ProfileHeader, RunLocality, Scheme};
+/// use skelaff_locality::{PageAccess, CostModel, LocalityTable, MigrationRule, Profile, ProfileHeader, RunLocality, Scheme};
 ///
 /// let h = ProfileHeader::new("2x1".parse()?, "demo", "first-touch", 2);
-/// let p = Profile::new(h, vec![Access::write(1, 0, 0, 0).at_home(0), Access::read(1, 1, 1, 1).at_home(0)])?;
+/// let p = Profile::new(h, vec![PageAccess::write(1, 0, 0, 0).at_home(0), PageAccess::read(1, 1, 1, 1).at_home(0)])?;
 /// let run = RunLocality::from_profile(&p, &[Scheme::FirstTouch, Scheme::Ideal], &MigrationRule::default(), &CostModel::default())?;
 /// let tables = LocalityTable::gather(&[run]);
 /// assert_eq!(tables.len(), 1);
@@ -264,16 +264,16 @@ impl fmt::Display for LocalityTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Access, ProfileHeader};
+    use crate::profile::{PageAccess, ProfileHeader};
 
     fn run(placement: &str, home: u16, schemes: &[Scheme]) -> RunLocality {
         let h = ProfileHeader::new("2x1".parse().unwrap(), "app", placement, 2);
         let p = Profile::new(
             h,
             vec![
-                Access::write(1, 0, 0, 0).at_home(home),
-                Access::read(1, 1, 1, 1).at_home(home),
-                Access::read(2, 1, 1, 2).at_home(home),
+                PageAccess::write(1, 0, 0, 0).at_home(home),
+                PageAccess::read(1, 1, 1, 1).at_home(home),
+                PageAccess::read(2, 1, 1, 2).at_home(home),
             ],
         )
         .unwrap();

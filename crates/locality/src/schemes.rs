@@ -246,15 +246,15 @@ impl Profile {
     /// # Examples
     ///
     /// ```
-    /// use skelaff_locality::{Access, CostModel, MigrationRule, Profile, ProfileHeader, Scheme};
+    /// use skelaff_locality::{PageAccess, CostModel, MigrationRule, Profile, ProfileHeader, Scheme};
     ///
     /// // Thread 0 (node 0) touches page 1 first; thread 1 (node 1) then reads it three times.
     /// let h = ProfileHeader::new("2x1".parse()?, "demo", "first-touch", 2);
     /// let p = Profile::new(h, vec![
-    ///     Access::write(1, 0, 0, 0),
-    ///     Access::read(1, 1, 1, 1),
-    ///     Access::read(1, 1, 1, 2),
-    ///     Access::read(1, 1, 1, 3),
+    ///     PageAccess::write(1, 0, 0, 0),
+    ///     PageAccess::read(1, 1, 1, 1),
+    ///     PageAccess::read(1, 1, 1, 2),
+    ///     PageAccess::read(1, 1, 1, 3),
     /// ])?;
     /// let (rule, model) = (MigrationRule::default(), CostModel::default());
     /// assert_eq!(p.scheme(Scheme::FirstTouch, &rule, &model)?.local_fraction, 0.25);
@@ -279,9 +279,9 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Access, ProfileHeader};
+    use crate::profile::{PageAccess, ProfileHeader};
 
-    fn profile(machine: &str, threads: u16, accesses: Vec<Access>) -> Profile {
+    fn profile(machine: &str, threads: u16, accesses: Vec<PageAccess>) -> Profile {
         Profile::new(ProfileHeader::new(machine.parse().unwrap(), "t", "x", threads), accesses).unwrap()
     }
 
@@ -334,14 +334,14 @@ mod tests {
             "2x1",
             2,
             vec![
-                Access::write(1, 0, 0, 0),
-                Access::read(1, 1, 1, 1),
-                Access::read(2, 1, 1, 2),
-                Access::read(1, 1, 1, 3),
-                Access::write(3, 0, 0, 4),
-                Access::read(1, 1, 1, 5),
-                Access::read(3, 1, 1, 6),
-                Access::read(2, 1, 1, 7),
+                PageAccess::write(1, 0, 0, 0),
+                PageAccess::read(1, 1, 1, 1),
+                PageAccess::read(2, 1, 1, 2),
+                PageAccess::read(1, 1, 1, 3),
+                PageAccess::write(3, 0, 0, 4),
+                PageAccess::read(1, 1, 1, 5),
+                PageAccess::read(3, 1, 1, 6),
+                PageAccess::read(2, 1, 1, 7),
             ],
         );
         // First touch: homes 1->0, 2->1, 3->0. Local: a0, a2, a4, a7 = 4 of 8.
@@ -371,19 +371,19 @@ mod tests {
             vec![
                 // Epoch 0: pages 1 and 2 first-touched on node 0, then read by node 1
                 // (page 1 three times, page 2 twice): both misplaced, page 1 hotter.
-                Access::write(1, 0, 0, 0),
-                Access::write(2, 0, 0, 1),
-                Access::read(1, 1, 1, 2),
-                Access::read(1, 1, 1, 3),
-                Access::read(1, 1, 1, 4),
-                Access::read(2, 1, 1, 5),
-                Access::read(2, 1, 1, 6),
+                PageAccess::write(1, 0, 0, 0),
+                PageAccess::write(2, 0, 0, 1),
+                PageAccess::read(1, 1, 1, 2),
+                PageAccess::read(1, 1, 1, 3),
+                PageAccess::read(1, 1, 1, 4),
+                PageAccess::read(2, 1, 1, 5),
+                PageAccess::read(2, 1, 1, 6),
                 // Epoch 1: page 1 now local to node 1; page 2 still remote, moves at the end.
-                Access::read(1, 1, 1, 10),
-                Access::read(2, 1, 1, 11),
+                PageAccess::read(1, 1, 1, 10),
+                PageAccess::read(2, 1, 1, 11),
                 // Epoch 3 (epoch 2 empty): both local.
-                Access::read(1, 1, 1, 30),
-                Access::read(2, 1, 1, 31),
+                PageAccess::read(1, 1, 1, 30),
+                PageAccess::read(2, 1, 1, 31),
             ],
         );
         let m = p.scheme(Scheme::Migration, &rule, &model).unwrap();
@@ -395,7 +395,11 @@ mod tests {
         assert_eq!((m2.local, m2.pages_moved), (6, 2));
         // A page whose home ties for the most accesses stays: one write on node 0,
         // one read on node 1, in one epoch.
-        let q = profile("2x1", 2, vec![Access::write(5, 0, 0, 0), Access::read(5, 1, 1, 1), Access::read(5, 1, 1, 20)]);
+        let q = profile(
+            "2x1",
+            2,
+            vec![PageAccess::write(5, 0, 0, 0), PageAccess::read(5, 1, 1, 1), PageAccess::read(5, 1, 1, 20)],
+        );
         assert_eq!(q.scheme(Scheme::Migration, &rule, &model).unwrap().pages_moved, 0);
         // Sample-count epochs: 2 accesses each; page 5 misplaced in epoch 1 (two reads by node 1).
         let by_count = MigrationRule { pages_per_epoch: 1, epoch: Epoch::Samples { count: 2 } };
@@ -403,11 +407,11 @@ mod tests {
             "2x1",
             2,
             vec![
-                Access::write(5, 0, 0, 0),
-                Access::read(5, 0, 0, 1),
-                Access::read(5, 1, 1, 2),
-                Access::read(5, 1, 1, 3),
-                Access::read(5, 1, 1, 4),
+                PageAccess::write(5, 0, 0, 0),
+                PageAccess::read(5, 0, 0, 1),
+                PageAccess::read(5, 1, 1, 2),
+                PageAccess::read(5, 1, 1, 3),
+                PageAccess::read(5, 1, 1, 4),
             ],
         );
         let f = r.scheme(Scheme::Migration, &by_count, &model).unwrap();
@@ -416,7 +420,7 @@ mod tests {
 
     #[test]
     fn plans_exist_only_for_static_schemes() {
-        let p = profile("2x1", 1, vec![Access::read(1, 0, 0, 0)]);
+        let p = profile("2x1", 1, vec![PageAccess::read(1, 0, 0, 0)]);
         assert!(static_homes(&p, Scheme::OracleCog).is_ok());
         let e = static_homes(&p, Scheme::Ideal).unwrap_err().to_string();
         assert!(e.starts_with("the ideal scheme has no placement plan: it is the bound"), "{e}");

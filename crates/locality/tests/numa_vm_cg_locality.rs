@@ -53,7 +53,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use skelaff_locality::{
-    Access, CostModel, Machine, MigrationRule, Profile, ProfileHeader, RunLocality, Sampling, Scheme,
+    CostModel, Machine, MigrationRule, PageAccess, Profile, ProfileHeader, RunLocality, Sampling, Scheme,
 };
 use skelaff_numa_alloc::policy::interleave_node;
 use skelaff_numa_alloc::{Topology, pin};
@@ -163,7 +163,7 @@ fn main() -> ExitCode {
         }
         let (header, accesses) = p.into_parts();
         let shift = |n: u16| (n + 1) % machine.nodes() as u16;
-        let wrong = accesses.into_iter().map(|a| Access { home: a.home.map(shift), ..a }).collect();
+        let wrong = accesses.into_iter().map(|a| PageAccess { home: a.home.map(shift), ..a }).collect();
         let wrong = Profile::new(header, wrong).map_err(|e| e.to_string())?;
         match check_placement(&wrong, &intended) {
             Err(why) => {
@@ -274,8 +274,8 @@ fn to_profile(trace: &AccessTrace, machine: &Machine, placement: &str) -> Result
             let (thread, node) = (small("thread", th.thread())?, small("node", th.slot().node)?);
             let page = s.addr as u64 / page_size;
             Ok(match s.kind {
-                TouchKind::Read => Access::read(page, thread, node, s.time_ns),
-                TouchKind::Write => Access::write(page, thread, node, s.time_ns),
+                TouchKind::Read => PageAccess::read(page, thread, node, s.time_ns),
+                TouchKind::Write => PageAccess::write(page, thread, node, s.time_ns),
             })
         })
         .collect::<Result<Vec<_>, String>>()?;

@@ -19,8 +19,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use skelaff_locality::{
-    Access, CostModel, LocalityFigures, Machine, MigrationRule, Migrator, Overflow, PageMove, PlacementPlan, Profile,
-    ProfileHeader, Recorder, RunLocality, SampleBoard, Sampling, Scheme, page_nodes,
+    CostModel, LocalityFigures, Machine, MigrationRule, Migrator, Overflow, PageAccess, PageMove, PlacementPlan,
+    Profile, ProfileHeader, Recorder, RunLocality, SampleBoard, Sampling, Scheme, page_nodes,
 };
 use skelaff_numa_alloc::{NodeSet, NumaRegion, Policy, RegionOptions, Topology, pin};
 use skelaff_testkit::balancing::{Balancing, SWITCH as BALANCING, Vmstat};
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
         let shift = |n: u16| {
             cpu_nodes[(cpu_nodes.iter().position(|&c| c == usize::from(n)).unwrap_or(0) + 1) % cpu_nodes.len()] as u16
         };
-        let wrong = accesses.into_iter().map(|a| Access { node: shift(a.node), ..a }).collect();
+        let wrong = accesses.into_iter().map(|a| PageAccess { node: shift(a.node), ..a }).collect();
         let wrong = Profile::new(header, wrong).map_err(|e| e.to_string())?;
         match check_private(&wrong, &cpu_nodes, 1.0, Report::No) {
             Err(why) => {
@@ -240,9 +240,9 @@ fn touch(r: &mut NumaRegion, thread: u16, work: &Work<'_>) -> Result<Recorder, S
             bytes[at] = bytes[at].wrapping_add(1);
             let t = work.start.elapsed().as_nanos() as u64;
             let page = base + page as u64;
-            let mut kept = rec.offer(Access::write(page, thread, node, t));
+            let mut kept = rec.offer(PageAccess::write(page, thread, node, t));
             let _ = std::hint::black_box(bytes[at + 1]);
-            kept |= rec.offer(Access::read(page, thread, node, t));
+            kept |= rec.offer(PageAccess::read(page, thread, node, t));
             if let (true, Some(b)) = (kept, work.board) {
                 b.post(usize::from(thread), page, node);
             }

@@ -1,4 +1,4 @@
-//! [`Engine`]: the set-up every program of this crate starts with — MASA's
+//! [`SpmvEngine`]: the set-up every program of this crate starts with — MASA's
 //! preprocessing for a thread count, its pinned team, and the options the
 //! operators are built with — in one value, with one line that says what
 //! was set up.
@@ -20,13 +20,13 @@ use crate::team::Team;
 /// # Examples
 ///
 /// ```
-/// use skelaff_spmv::{ArrayPlacement, EngineOptions};
+/// use skelaff_spmv::{ArrayPlacement, SpmvEngineOptions};
 ///
-/// let o = EngineOptions { threads: 2, placement: ArrayPlacement::FirstTouch, ..EngineOptions::default() };
+/// let o = SpmvEngineOptions { threads: 2, placement: ArrayPlacement::FirstTouch, ..SpmvEngineOptions::default() };
 /// assert!(o.huge_pages && o.simd.is_none());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
-pub struct EngineOptions {
+pub struct SpmvEngineOptions {
     /// Team threads, one pinned per CPU (scatter, grouped by node).
     pub threads: usize,
     /// Where the arrays go.
@@ -39,9 +39,9 @@ pub struct EngineOptions {
     pub huge_pages: bool,
 }
 
-impl Default for EngineOptions {
+impl Default for SpmvEngineOptions {
     fn default() -> Self {
-        EngineOptions {
+        SpmvEngineOptions {
             threads: 1,
             placement: ArrayPlacement::Masa,
             split: SplitKind::Rows,
@@ -57,9 +57,9 @@ impl Default for EngineOptions {
 /// # Examples
 ///
 /// ```
-/// use skelaff_spmv::{Engine, EngineOptions, TeamSpmv, Triplets};
+/// use skelaff_spmv::{SpmvEngine, SpmvEngineOptions, TeamSpmv, Triplets};
 ///
-/// let engine = Engine::new(EngineOptions { threads: 2, ..EngineOptions::default() })?;
+/// let engine = SpmvEngine::new(SpmvEngineOptions { threads: 2, ..SpmvEngineOptions::default() })?;
 /// let mut t = Triplets::new(2, 2)?;
 /// t.push(0, 0, 2.0)?;
 /// t.push(1, 0, 1.0)?;
@@ -71,13 +71,13 @@ impl Default for EngineOptions {
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct Engine {
+pub struct SpmvEngine {
     masa: Masa,
     team: Team,
     opts: SpmvOptions,
 }
 
-impl Engine {
+impl SpmvEngine {
     /// Preprocesses MASA on this machine for `opts.threads` threads with the
     /// environment's schedule ([`Schedule::from_env`]) and starts the team.
     ///
@@ -85,13 +85,13 @@ impl Engine {
     ///
     /// [`crate::Error::ZeroThreads`]; [`crate::Error::NonStaticSchedule`] and
     /// the schedule's parse errors; topology and pinning errors.
-    pub fn new(opts: EngineOptions) -> Result<Engine> {
+    pub fn new(opts: SpmvEngineOptions) -> Result<SpmvEngine> {
         let masa =
             Masa::preprocess_with(Topology::get()?, opts.threads, Schedule::from_env()?)?.huge_pages(opts.huge_pages);
         let team = masa.team()?;
         let simd = opts.simd.unwrap_or_else(Simd::best);
         let opts = SpmvOptions::default().split(opts.split).placement(opts.placement).simd(simd);
-        Ok(Engine { masa, team, opts })
+        Ok(SpmvEngine { masa, team, opts })
     }
 
     /// MASA's state.
@@ -130,7 +130,7 @@ impl Engine {
 
 /// `2 threads (cpu0@node0 cpu1@node0), placement masa, split rows, kernels
 /// avx2, huge pages on`.
-impl fmt::Display for Engine {
+impl fmt::Display for SpmvEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let slots = self.team.layout().slots();
         write!(f, "{} thread{} (", slots.len(), if slots.len() == 1 { "" } else { "s" })?;

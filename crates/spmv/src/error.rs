@@ -25,6 +25,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Reading a Matrix Market input failed part-way (an I/O error, or
+    /// text that is not UTF-8).
+    #[error("cannot read the Matrix Market{} input at line {line}", .path.as_ref().map(|p| format!(" file {}", p.display())).unwrap_or_default())]
+    Read {
+        /// The file, when reading from a path.
+        path: Option<PathBuf>,
+        /// The 1-based line that could not be read.
+        line: usize,
+        /// Why: the reader's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing a Matrix Market file failed.
     #[error("cannot write the Matrix Market output: {0}")]
     Write(#[source] std::io::Error),
@@ -284,12 +296,6 @@ pub enum MmErrorKind {
         /// The length asked for.
         len: usize,
     },
-    /// The matrix does not fit the 32-bit indices.
-    #[error("{0}")]
-    TooLarge(String),
-    /// Reading the file failed at this line.
-    #[error("read error: {0}")]
-    Io(String),
 }
 
 impl Error {

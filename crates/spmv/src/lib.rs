@@ -18,11 +18,11 @@ pub mod team;
 pub mod trace;
 
 pub use array::SharedArray;
-pub use engine::{Engine, EngineOptions};
+pub use engine::{SpmvEngine, SpmvEngineOptions};
 pub use error::{Error, MmErrorKind, Result};
 pub use kernel::Simd;
-pub use masa::{Access, ArrayPlacement, Chunks, Masa, Schedule, Split, SplitKind, algorithm1};
+pub use masa::{ArrayPlacement, Chunks, Masa, Schedule, Split, SplitKind, TeamAccess, algorithm1};
 pub use matrix::{Csc, Csr, Triplets};
 pub use ops::{CscSpmv, CsrSpmv, OpShape, SpmvOptions, SymSpmv, SymVariant, TeamSpmv};
 pub use scalar::Scalar;
-pub use team::{Layout, SharedMut, Team, TeamMember, ThreadSlot};
+pub use team::{SharedMut, Team, TeamLayout, TeamMember, ThreadSlot};

@@ -79,6 +79,20 @@ pub struct MmMatrix<T = f64> {
 
 type Kind = MmErrorKind;
 
+/// Why reading stopped: a line that breaks the format (reported with its
+/// line number), or an error of its own (the input could not be read, or
+/// the matrix outgrew the 32-bit indices).
+enum Fail {
+    Line(Kind),
+    Other(Error),
+}
+
+impl From<Kind> for Fail {
+    fn from(kind: Kind) -> Fail {
+        Fail::Line(kind)
+    }
+}
+
 fn parse_header(line: &str) -> Result<Header, Kind> {
     let bad = || Kind::BadHeader { found: line.trim_end().chars().take(120).collect() };
     let words: Vec<&str> = line.split_ascii_whitespace().collect();
@@ -153,15 +167,15 @@ struct Lines<R> {
 
 impl<R: BufRead> Lines<R> {
     /// The next meaningful line, or `None` at the end.
-    fn next(&mut self) -> Result<Option<&str>, Kind> {
+    fn next(&mut self) -> Result<Option<&str>, Fail> {
         loop {
             self.buf.clear();
             match self.reader.read_line(&mut self.buf) {
                 Ok(0) => return Ok(None),
                 Ok(_) => self.line += 1,
-                Err(e) => {
+                Err(source) => {
                     self.line += 1;
-                    return Err(Kind::Io(e.to_string()));
+                    return Err(Fail::Other(Error::Read { path: None, line: self.line, source }));
                 }
             }
             let t = self.buf.trim();
@@ -209,13 +223,17 @@ fn read_checked<T: Scalar, R: BufRead>(
     check: impl FnOnce(usize, usize) -> Result<(), Kind>,
 ) -> Result<MmMatrix<T>> {
     let mut lines = Lines { reader, buf: String::new(), line: 0 };
-    read_lines(&mut lines, check).map_err(|kind| Error::MatrixMarket { path: None, line: lines.line.max(1), kind })
+    read_lines(&mut lines, check).map_err(|fail| match fail {
+        Fail::Line(kind) => Error::MatrixMarket { path: None, line: lines.line.max(1), kind },
+        Fail::Other(e) => e,
+    })
 }
 
-/// Names `path` in a [`Error::MatrixMarket`] of a reader.
+/// Names `path` in a [`Error::MatrixMarket`] or [`Error::Read`] of a reader.
 fn with_path(path: &Path) -> impl FnOnce(Error) -> Error + '_ {
     move |e| match e {
         Error::MatrixMarket { line, kind, .. } => Error::MatrixMarket { path: Some(path.to_owned()), line, kind },
+        Error::Read { line, source, .. } => Error::Read { path: Some(path.to_owned()), line, source },
         other => other,
     }
 }
@@ -248,13 +266,13 @@ const RESERVE_AT_MOST: usize = 1 << 16;
 fn read_lines<T: Scalar, R: BufRead>(
     lines: &mut Lines<R>,
     check: impl FnOnce(usize, usize) -> Result<(), Kind>,
-) -> Result<MmMatrix<T>, Kind> {
+) -> Result<MmMatrix<T>, Fail> {
     // The banner is the very first line, comments may only follow it.
     lines.buf.clear();
     match lines.reader.read_line(&mut lines.buf) {
-        Ok(0) => return Err(Kind::BadHeader { found: String::new() }),
+        Ok(0) => return Err(Kind::BadHeader { found: String::new() }.into()),
         Ok(_) => lines.line = 1,
-        Err(e) => return Err(Kind::Io(e.to_string())),
+        Err(source) => return Err(Fail::Other(Error::Read { path: None, line: 1, source })),
     }
     let header = parse_header(&lines.buf)?;
     let size = lines.next()?.ok_or(Kind::MissingSize)?;
@@ -270,19 +288,21 @@ fn read_lines<T: Scalar, R: BufRead>(
     };
     for d in [nrows, ncols] {
         if d > MAX_INDEX as u64 {
-            return Err(Kind::BadNumber { text: d.to_string(), expected: "a dimension that fits 32-bit indices" });
+            return Err(
+                Kind::BadNumber { text: d.to_string(), expected: "a dimension that fits 32-bit indices" }.into()
+            );
         }
     }
     let (nrows, ncols) = (nrows as usize, ncols as usize);
     if header.symmetry != Symmetry::General && nrows != ncols {
-        return Err(Kind::NotSquare { symmetry: header.symmetry.name(), nrows, ncols });
+        return Err(Kind::NotSquare { symmetry: header.symmetry.name(), nrows, ncols }.into());
     }
     check(nrows, ncols)?;
     let n = nrows as u64;
     let declared = match (header.format, header.symmetry) {
         (Format::Coordinate, _) => {
             if declared > n.saturating_mul(ncols as u64) {
-                return Err(Kind::TooManyForSize { entries: declared, nrows, ncols });
+                return Err(Kind::TooManyForSize { entries: declared, nrows, ncols }.into());
             }
             declared
         }
@@ -293,18 +313,17 @@ fn read_lines<T: Scalar, R: BufRead>(
     let declared = usize::try_from(declared).unwrap_or(usize::MAX);
     let mirrored = if header.symmetry == Symmetry::General { 1 } else { 2 };
     let cap = declared.saturating_mul(mirrored).min(RESERVE_AT_MOST);
-    let mut t = Triplets::with_capacity(nrows, ncols, cap).map_err(|e| Kind::TooLarge(e.to_string()))?;
-    let push = |t: &mut Triplets<T>, i: usize, j: usize, v: T| -> Result<(), Kind> {
+    let mut t = Triplets::with_capacity(nrows, ncols, cap).map_err(Fail::Other)?;
+    let push = |t: &mut Triplets<T>, i: usize, j: usize, v: T| -> Result<(), Fail> {
         if header.symmetry == Symmetry::SkewSymmetric && i == j {
-            return Err(Kind::SkewDiagonal);
+            return Err(Kind::SkewDiagonal.into());
         }
-        let too_many = |e: Error| Kind::TooLarge(e.to_string());
-        t.push(i, j, v).map_err(too_many)?;
+        t.push(i, j, v).map_err(Fail::Other)?;
         if i != j {
             match header.symmetry {
                 Symmetry::General => {}
-                Symmetry::Symmetric => t.push(j, i, v).map_err(too_many)?,
-                Symmetry::SkewSymmetric => t.push(j, i, -v).map_err(too_many)?,
+                Symmetry::Symmetric => t.push(j, i, v).map_err(Fail::Other)?,
+                Symmetry::SkewSymmetric => t.push(j, i, -v).map_err(Fail::Other)?,
             }
         }
         Ok(())
@@ -326,7 +345,7 @@ fn read_lines<T: Scalar, R: BufRead>(
     }
     while let Some(line) = lines.next()? {
         if found == declared {
-            return Err(Kind::TooManyEntries { declared });
+            return Err(Kind::TooManyEntries { declared }.into());
         }
         match header.format {
             Format::Coordinate => {
@@ -356,7 +375,7 @@ fn read_lines<T: Scalar, R: BufRead>(
         found += 1;
     }
     if found < declared {
-        return Err(Kind::TooFewEntries { declared, found });
+        return Err(Kind::TooFewEntries { declared, found }.into());
     }
     Ok(MmMatrix { header, triplets: t })
 }

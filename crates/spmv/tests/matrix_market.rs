@@ -170,6 +170,14 @@ fn file_errors_name_the_path() {
     assert!(e.to_string().contains("bad.mtx") && e.to_string().contains("line 3"), "{e}");
     let e = mm::read_path::<f64>(dir.join("missing.mtx")).unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
+    // A line that cannot be read (not UTF-8): a read error at that line,
+    // naming the file, with the reader's error as its source.
+    std::fs::write(&p, b"%%MatrixMarket matrix coordinate real general\n1 1 1\n\xff 1 1\n").unwrap();
+    let e = mm::read_path::<f64>(&p).unwrap_err();
+    assert!(matches!(&e, Error::Read { line: 3, path: Some(_), .. }), "{e:?}");
+    assert!(e.to_string().contains("bad.mtx") && e.to_string().contains("line 3"), "{e}");
+    let source = std::error::Error::source(&e).expect("the reader's error");
+    assert!(source.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidData));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

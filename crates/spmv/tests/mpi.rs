@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use skelaff_spmv::cg::{self, CgOptions};
 use skelaff_spmv::dist::{self, DistCsr, Mpi, RankComm};
 use skelaff_spmv::nas::Class;
-use skelaff_spmv::{Csr, CsrSpmv, Engine, EngineOptions, Split, SplitKind, Triplets};
+use skelaff_spmv::{Csr, CsrSpmv, Split, SplitKind, SpmvEngine, SpmvEngineOptions, Triplets};
 
 /// Each case, the rank counts it runs at, and whether every rank must succeed.
 const CASES: &[(&str, &[usize], bool)] = &[
@@ -194,7 +194,7 @@ fn input(n: usize) -> Vec<f64> {
 /// `a x` over the ranks against the sequential product.
 fn check_product(
     comm: &RankComm,
-    engine: &Engine,
+    engine: &SpmvEngine,
     a: &Csr,
     rows: Split,
     cols: Split,
@@ -227,7 +227,8 @@ fn check_product(
 }
 
 fn spmv_random(comm: &RankComm, threads: usize) -> Result<(), String> {
-    let engine = Engine::new(EngineOptions { threads, ..EngineOptions::default() }).map_err(|e| e.to_string())?;
+    let engine =
+        SpmvEngine::new(SpmvEngineOptions { threads, ..SpmvEngineOptions::default() }).map_err(|e| e.to_string())?;
     let p = comm.size();
     for (seed, (n, m, density)) in
         [(40, 40, 0.15), (7, 13, 0.4), (13, 7, 0.4), (2, 2, 1.0), (1, 5, 0.9), (0, 0, 0.0), (60, 60, 0.02)]
@@ -260,7 +261,7 @@ fn spmv_random(comm: &RankComm, threads: usize) -> Result<(), String> {
 }
 
 fn cg_random(comm: &RankComm) -> Result<(), String> {
-    let engine = Engine::new(EngineOptions::default()).map_err(|e| e.to_string())?;
+    let engine = SpmvEngine::new(SpmvEngineOptions::default()).map_err(|e| e.to_string())?;
     // Symmetric and strictly diagonally dominant: SPD.
     let n = 120;
     let r = random(n, n, 0.05, 77, &[]);
@@ -303,7 +304,7 @@ fn cg_random(comm: &RankComm) -> Result<(), String> {
 }
 
 fn nas(comm: &RankComm, class: Class) -> Result<(), String> {
-    let engine = Engine::new(EngineOptions::default()).map_err(|e| e.to_string())?;
+    let engine = SpmvEngine::new(SpmvEngineOptions::default()).map_err(|e| e.to_string())?;
     for split in [SplitKind::Rows, SplitKind::Nnz] {
         let r = dist::nas::run(comm, &engine, class, split).map_err(|e| e.to_string())?;
         if !r.report.verified {

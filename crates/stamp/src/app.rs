@@ -94,11 +94,22 @@ pub struct CommonArgs {
     pub sample_capacity: usize,
 }
 
-fn parse_capacity(s: &str) -> Result<usize, String> {
+/// A `--sample-capacity` that is not a count of at least one sample.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum BadCapacity {
+    #[error("the sample capacity must be at least 1")]
+    Zero,
+    // clap prints a value parser's error by its `Display` alone: the
+    // reason is in the message, not a source.
+    #[error("`{given}` is not a number of samples: {reason}")]
+    NotANumber { given: String, reason: std::num::ParseIntError },
+}
+
+fn parse_capacity(s: &str) -> Result<usize, BadCapacity> {
     match s.parse::<usize>() {
-        Ok(0) => Err("the sample capacity must be at least 1".to_owned()),
+        Ok(0) => Err(BadCapacity::Zero),
         Ok(n) => Ok(n),
-        Err(e) => Err(format!("`{s}` is not a number of samples: {e}")),
+        Err(reason) => Err(BadCapacity::NotANumber { given: s.to_owned(), reason }),
     }
 }
 
@@ -351,7 +362,7 @@ pub fn main_with_threads<A: App>(argv: impl IntoIterator<Item = String>, threads
             print!("{outcome}");
             if let Some(path) = &cli.common.profile {
                 if let Err(e) = save_profile(&outcome, path) {
-                    eprintln!("{}: {e}", A::NAME);
+                    eprintln!("{}: {}", A::NAME, with_causes(&e));
                     return ExitCode::FAILURE;
                 }
             }
@@ -399,15 +410,38 @@ pub fn run_placed<A: App>(args: &A::Args, common: &CommonArgs) -> Result<Outcome
     alloc::with_policy(cyclic, || A::run(args, common)).map_err(skelaff_worklist::Error::from)?
 }
 
+/// Why `--profile` could not save the run's access profile.
+#[derive(Debug, thiserror::Error)]
+enum SaveProfileError {
+    #[error("--profile: this run recorded no access profile (a sequential run has none)")]
+    NoProfile,
+    #[error("--profile: the profile could not be named after the application")]
+    Rename(#[source] skelaff_locality::Error),
+    #[error("writing the profile")]
+    Write(#[source] skelaff_locality::Error),
+}
+
+/// `e` and its causes, as one line.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// Writes the run's access profile (named after the application) to `path`.
-fn save_profile(outcome: &Outcome, path: &Path) -> Result<(), String> {
+fn save_profile(outcome: &Outcome, path: &Path) -> Result<(), SaveProfileError> {
     let Some(p) = outcome.report.as_ref().and_then(|r| r.access_profile.as_ref()) else {
-        return Err("--profile: this run recorded no access profile (a sequential run has none)".to_owned());
+        return Err(SaveProfileError::NoProfile);
     };
     let (mut header, accesses) = p.profile.clone().into_parts();
     header.app = outcome.app.to_owned();
-    let profile = Profile::new(header, accesses).map_err(|e| e.to_string())?;
-    profile.save(path).map_err(|e| format!("writing the profile: {e}"))?;
+    let profile = Profile::new(header, accesses).map_err(SaveProfileError::Rename)?;
+    profile.save(path).map_err(SaveProfileError::Write)?;
     let h = profile.header();
     println!(
         "profile: {} samples of {} transactional accesses (1 in {}), {} pages, in {}",
@@ -486,6 +520,17 @@ mod tests {
         Flags::try_parse_from(std::iter::once("app").chain(argv.iter().copied()))
             .map(|f| f.common)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn bad_capacities_and_unsaved_profiles_say_what_was_wrong() {
+        let zero = parse(&["--sample-capacity", "0"]).unwrap_err();
+        assert!(zero.contains("the sample capacity must be at least 1"), "{zero}");
+        let word = parse(&["--sample-capacity", "lots"]).unwrap_err();
+        assert!(word.contains("`lots` is not a number of samples: invalid digit"), "{word}");
+        let e = SaveProfileError::Write(skelaff_locality::Error::Migration { reason: "the disk is full".into() });
+        let line = with_causes(&e);
+        assert!(line.starts_with("writing the profile: ") && line.contains("the disk is full"), "{line}");
     }
 
     #[test]

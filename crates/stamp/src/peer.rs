@@ -75,6 +75,16 @@ pub fn median(v: &[f64]) -> Option<f64> {
     }
 }
 
+/// [`Comparison::merge`]'s refusal: runs measured on other inputs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot merge runs on {theirs} inputs with runs on {ours} inputs")]
+pub struct OtherInputs {
+    /// The inputs of the runs given.
+    pub theirs: String,
+    /// The inputs of the runs already held.
+    pub ours: String,
+}
+
 /// The figures of one thread count of one workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadFigures {
@@ -148,13 +158,13 @@ impl Comparison {
     ///
     /// # Errors
     ///
-    /// When `other` was measured on other inputs.
-    pub fn merge(&mut self, other: Comparison) -> Result<(), String> {
+    /// [`OtherInputs`] when `other` was measured on other inputs.
+    pub fn merge(&mut self, other: Comparison) -> Result<(), OtherInputs> {
         if self.samples.is_empty() && self.inputs.is_empty() {
             self.inputs = other.inputs.clone();
         }
         if other.inputs != self.inputs {
-            return Err(format!("cannot merge runs on {} inputs with runs on {} inputs", other.inputs, self.inputs));
+            return Err(OtherInputs { theirs: other.inputs, ours: self.inputs.clone() });
         }
         self.samples.extend(other.samples);
         for n in other.notes {
@@ -301,7 +311,8 @@ mod tests {
     fn merge_refuses_other_inputs() {
         let mut a = Comparison { inputs: "standard".into(), ..Comparison::default() };
         let b = Comparison { inputs: "simulator".into(), ..Comparison::default() };
-        assert!(a.merge(b).is_err());
+        let e = a.merge(b).unwrap_err();
+        assert_eq!(e.to_string(), "cannot merge runs on simulator inputs with runs on standard inputs");
         let mut e = Comparison::default();
         e.merge(Comparison { inputs: "simulator".into(), samples: vec![s("x", Side::C, None, 0, 1.0)], notes: vec![] })
             .unwrap();

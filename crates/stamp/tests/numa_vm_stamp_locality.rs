@@ -210,7 +210,7 @@ fn main() -> ExitCode {
             }
             let (header, accesses) = p.into_parts();
             let shift = |n: u16| (n + 1) % machine.nodes() as u16;
-            let wrong = accesses.into_iter().map(|a| skelaff_locality::Access { home: a.home.map(shift), ..a });
+            let wrong = accesses.into_iter().map(|a| skelaff_locality::PageAccess { home: a.home.map(shift), ..a });
             let wrong = Profile::new(header, wrong.collect()).map_err(|e| e.to_string())?;
             match check_placement(&wrong, &ap) {
                 Err(why) => {
@@ -428,7 +428,7 @@ fn run(
                     Some((page, if keep { home } else { best as u16 }))
                 })
                 .collect();
-            let share = |home: &dyn Fn(&skelaff_locality::Access) -> Option<u16>| {
+            let share = |home: &dyn Fn(&skelaff_locality::PageAccess) -> Option<u16>| {
                 after.iter().filter(|a| home(a) == Some(a.node)).count() as f64 / after.len() as f64
             };
             // Where the moved pages were found after their move.

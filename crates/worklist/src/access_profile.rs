@@ -29,7 +29,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use skelaff_locality::{
-    Access, Attribution, Machine, MigrationLog, Overflow, Profile, ProfileHeader, Recorder, Sampling,
+    Attribution, Machine, MigrationLog, Overflow, PageAccess, Profile, ProfileHeader, Recorder, Sampling,
 };
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::sampler;
@@ -88,8 +88,8 @@ impl WorkerSampler {
         thread: usize,
         node: usize,
         mover: Option<Arc<dyn PageMover>>,
-    ) -> Result<WorkerSampler, String> {
-        sampler::enable(sampling.period, UNIT_SAMPLES).map_err(|e| format!("starting the access sampler: {e}"))?;
+    ) -> Result<WorkerSampler, skelaff_stm::SamplerError> {
+        sampler::enable(sampling.period, UNIT_SAMPLES)?;
         let _ = sampler::take();
         // The STM already keeps one access in `period`; the recorder keeps
         // every sample it is given until its capacity forces it to thin.
@@ -218,8 +218,8 @@ impl WorkerSampler {
         for a in &s.accesses {
             let page = page_of(a.addr);
             let access = match a.kind {
-                sampler::AccessKind::Read => Access::read(page, self.thread, self.node, t),
-                sampler::AccessKind::Write => Access::write(page, self.thread, self.node, t),
+                sampler::AccessKind::Read => PageAccess::read(page, self.thread, self.node, t),
+                sampler::AccessKind::Write => PageAccess::write(page, self.thread, self.node, t),
             };
             self.recorder.offer(access);
         }
@@ -305,15 +305,14 @@ impl AccessProfile {
         threads: usize,
         finished: Vec<FinishedSampler>,
         migration: Option<MigrationLog>,
-    ) -> Result<AccessProfile, String> {
-        let machine = Machine::from_topology("this machine", topo).map_err(|e| e.to_string())?;
+    ) -> Result<AccessProfile, skelaff_locality::Error> {
+        let machine = Machine::from_topology("this machine", topo)?;
         let mut header = ProfileHeader::new(machine, "worklist", policy, u16::try_from(threads).unwrap_or(u16::MAX));
         header.page_size = topo.page_size() as u64;
         header.sampling = sampling;
         let seen: u64 = finished.iter().map(|f| f.seen).sum();
         let dropped: u64 = finished.iter().map(|f| f.dropped).sum();
-        let mut profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())
-            .map_err(|e| e.to_string())?;
+        let mut profile = Profile::from_recorders(header, finished.into_iter().map(|f| f.recorder).collect())?;
         // The recorders counted samples; the header counts accesses, and
         // each kept sample now stands for STM period x recorder period.
         let h = profile.header();
@@ -357,10 +356,10 @@ impl AccessProfile {
         let (mut h, mut a) = self.profile.clone().into_parts();
         let (lh, la) = later.profile.into_parts();
         let period = h.sampling.period.max(lh.sampling.period);
-        let thin = |v: Vec<Access>, own: u32| -> (Vec<Access>, u64) {
+        let thin = |v: Vec<PageAccess>, own: u32| -> (Vec<PageAccess>, u64) {
             let step = (period / own.max(1)).max(1) as usize;
             let len = v.len();
-            let kept: Vec<Access> =
+            let kept: Vec<PageAccess> =
                 v.into_iter().enumerate().filter(|(i, _)| (i + 1) % step == 0).map(|(_, x)| x).collect();
             let lost = (len - kept.len()) as u64;
             (kept, lost)
@@ -368,7 +367,7 @@ impl AccessProfile {
         let (mut kept, lost) = thin(a, h.sampling.period);
         let shift = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
         let (later_kept, later_lost) = thin(la, lh.sampling.period);
-        kept.extend(later_kept.into_iter().map(|x| Access { time_ns: x.time_ns.saturating_add(shift), ..x }));
+        kept.extend(later_kept.into_iter().map(|x| PageAccess { time_ns: x.time_ns.saturating_add(shift), ..x }));
         a = kept;
         h.sampling.period = period;
         h.seen += lh.seen;
@@ -472,7 +471,7 @@ mod tests {
         let mut h = ProfileHeader::new("2x1".parse().unwrap(), "t", "bind", 2);
         h.sampling = Sampling { period, capacity };
         h.seen = times.len() as u64 * u64::from(period);
-        let a = times.iter().map(|&t| Access::read(t, (t % 2) as u16, 0, t)).collect();
+        let a = times.iter().map(|&t| PageAccess::read(t, (t % 2) as u16, 0, t)).collect();
         AccessProfile {
             profile: Profile::new(h, a).unwrap(),
             intended: BTreeMap::new(),

@@ -1,7 +1,7 @@
 //! The hook through which helper threads run beside the workers.
 //!
 //! The worklist knows nothing of what a helper does: it places one helper
-//! thread per worker (where the [`Placement`](crate::Placement) says), runs
+//! thread per worker (where the [`ThreadPlacement`](crate::ThreadPlacement) says), runs
 //! the implementation's [`Assist::helper`] body on it inside the run's own
 //! thread scope, and tells the implementation, from the worker thread, what
 //! the worker is doing (paper §4.2, Fig. 6): which unit comes next, that its

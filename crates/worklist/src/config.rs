@@ -12,7 +12,7 @@ use skelaff_stm::{ContentionManager, Throttle};
 use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
-use crate::placement::{Placement, ThreadMapping, TopologyPlacement};
+use crate::placement::{ThreadMapping, ThreadPlacement, TopologyPlacement};
 use crate::pool::Distribution;
 use skelaff_locality::OracleStretch;
 
@@ -145,7 +145,7 @@ fn unknown_tx_assist(given: &str) -> Error {
 #[derive(Clone, Debug)]
 pub struct Builder {
     pub(crate) threads: usize,
-    pub(crate) placement: Arc<dyn Placement>,
+    pub(crate) placement: Arc<dyn ThreadPlacement>,
     pub(crate) policy: PagePolicy,
     pub(crate) helpers: Helpers,
     pub(crate) distribution: Distribution,
@@ -210,8 +210,8 @@ impl Builder {
     }
 
     /// Where workers and helpers run: a strategy of the caller's (see
-    /// [`Placement`]); replaces the mapping.
-    pub fn placement(mut self, p: impl Placement + 'static) -> Self {
+    /// [`ThreadPlacement`]); replaces the mapping.
+    pub fn placement(mut self, p: impl ThreadPlacement + 'static) -> Self {
         self.placement = Arc::new(p);
         self
     }

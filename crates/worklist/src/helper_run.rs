@@ -12,7 +12,7 @@ use skelaff_numa_alloc::pin::Birthplace;
 
 use crate::assist::Assist;
 use crate::config::Helpers;
-use crate::placement::{HelperPlace, HelperSite, Layout};
+use crate::placement::{HelperPlace, HelperSite, ThreadLayout};
 use crate::report::{ChannelFigures, Decision, NoHelper, RunReport};
 use crate::run_state::{Hold, RunState, panic_message};
 use crate::skeleton::{Skeleton, WorkerInfo};
@@ -101,7 +101,7 @@ impl<'a, S: Skeleton, A: Assist<S>> HelperSet<'a, S, A> {
 fn helper_places<S: Skeleton, H: Hold<S>>(
     state: &RunState<S, H>,
     helpers: Helpers,
-    layout: &Layout,
+    layout: &ThreadLayout,
     implemented: bool,
 ) -> Vec<Option<HelperPlace>> {
     let none = vec![None; layout.workers.len()];

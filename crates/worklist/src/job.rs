@@ -24,12 +24,12 @@ use crate::access_profile::AccessProfile;
 use crate::affinity::Resolver;
 use crate::assist::Assist;
 use crate::config::{Builder, PagePolicy};
-use crate::error::Error;
+use crate::error::{Error, ProfileError};
 use crate::moves;
 use crate::page_policy;
 use crate::pool::{Pool, Signal, WorkerQueue};
 use crate::report::{Decision, HelpersReport, RunReport, WorkerReport};
-use crate::run_state::{Finish, Hold, Outcome, RunState, Settings, panic_message};
+use crate::run_state::{Cause, Finish, Hold, Outcome, RunState, Settings, panic_message};
 use crate::skeleton::{Skeleton, WorkerInfo};
 use crate::worker::worker;
 use crate::worker_pool::WorkerPool;
@@ -208,7 +208,8 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
     /// # Errors
     ///
     /// [`Error::Profile`] if the mover failed or the profile cannot be
-    /// attributed; [`Error::Panicked`] for the run's first failure.
+    /// assembled, or a worker's sampler did not start; [`Error::Panicked`]
+    /// for the run's first failure otherwise.
     pub(crate) fn finish(&self, joined: Joined) -> Result<RunReport, Error> {
         let cfg = &self.cfg;
         let state = &self.state;
@@ -221,11 +222,16 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
         // Stopped before anything can return: the thread must not outlive
         // the run (an oracle's stop counts the run's time toward its stretch).
         let migration = match &state.mover {
-            Some(mover) => mover.stop().map_err(|e| Error::Profile(format!("the migration thread: {e}")))?,
+            Some(mover) => mover.stop().map_err(ProfileError::Migration)?,
             None => None,
         };
         if let Some(f) = state.outcome.failure() {
-            return Err(Error::Panicked { worker: f.worker, message: f.message.clone() });
+            return Err(match &f.cause {
+                Cause::Panic(message) => Error::Panicked { worker: f.worker, message: message.clone() },
+                Cause::Sampler(source) => {
+                    ProfileError::Sampler { worker: f.worker.unwrap_or_default(), source: source.clone() }.into()
+                }
+            });
         }
         if joined.crew_panicked {
             return Err(Error::Panicked {
@@ -245,7 +251,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
                     state.outcome.take_samplers(),
                     migration,
                 )
-                .map_err(Error::Profile)?,
+                .map_err(ProfileError::Assemble)?,
             ),
             None => None,
         };

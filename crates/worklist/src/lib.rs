@@ -56,9 +56,11 @@ pub use assist::{Assist, NoAssist};
 #[cfg(not(loom))]
 pub use config::{Builder, Helpers, PagePolicy, TxAssist};
 #[cfg(not(loom))]
-pub use error::Error;
+pub use error::{Error, ProfileError};
 #[cfg(not(loom))]
-pub use placement::{HelperPlace, HelperSite, Layout, Placement, ThreadMapping, ThreadPlace, TopologyPlacement};
+pub use placement::{
+    HelperPlace, HelperSite, ThreadLayout, ThreadMapping, ThreadPlace, ThreadPlacement, TopologyPlacement,
+};
 #[cfg(not(loom))]
 pub use pool::Distribution;
 #[cfg(not(loom))]

@@ -28,7 +28,7 @@ use skelaff_locality::{AppliedOracle, MigrationLog, Migrator, OracleRun, SampleB
 use skelaff_numa_alloc::Topology;
 
 use crate::config::Builder;
-use crate::error::Error;
+use crate::error::{Error, ProfileError};
 
 /// Distinct `(page, node)` pairs each worker's slot of the migration board
 /// (where the workers post their kept samples) counts between two epochs
@@ -106,7 +106,7 @@ pub(crate) fn start(
     } else {
         Ok(None)
     };
-    started.map_err(|e| Error::Profile(format!("starting the migration thread: {e}")))
+    started.map_err(|e| ProfileError::MigrationStart(e).into())
 }
 
 /// A migration rule applied by its thread, epoch after epoch.

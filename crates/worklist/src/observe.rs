@@ -41,7 +41,7 @@ use crate::config::PagePolicy;
 use crate::page_policy;
 use crate::report::Decision;
 use crate::report::time::{self, Attempts, Turn, UnitClock};
-use crate::run_state::{Hold, RunState};
+use crate::run_state::{Cause, Hold, RunState};
 use crate::skeleton::{Skeleton, WorkerInfo};
 
 /// Watches the units of one worker, at the points of each unit's turn (see
@@ -366,7 +366,7 @@ impl<'r, S: Skeleton, H: Hold<S>> AccessSampling<'r, S, H> {
     pub(crate) fn start(state: &'r RunState<S, H>, info: &WorkerInfo) -> Self {
         let sampler = state.settings.access_profile.and_then(|s| {
             WorkerSampler::start(s, info.index, page_policy::bind_node(info), state.mover.clone())
-                .map_err(|e| state.fail(Some(info.index), e))
+                .map_err(|e| state.fail_with(Some(info.index), Cause::Sampler(e)))
                 .ok()
         });
         AccessSampling { state, sampler }

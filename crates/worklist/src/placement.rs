@@ -1,6 +1,6 @@
 //! Where workers and their helpers run: the one owner of that decision.
 //!
-//! A [`Placement`] is a strategy the caller passes to the builder (as
+//! A [`ThreadPlacement`] is a strategy the caller passes to the builder (as
 //! rayon's `ThreadPoolBuilder::spawn_handler` takes the caller's way of
 //! starting threads): given the machine and the number of workers, it
 //! returns each worker's CPU and the CPU its helper thread would use, with
@@ -92,7 +92,7 @@ pub struct ThreadPlace {
 
 /// A placement's answer: one [`ThreadPlace`] per worker, worker 0 first.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Layout {
+pub struct ThreadLayout {
     /// The workers' places.
     pub workers: Vec<ThreadPlace>,
     /// More workers than CPUs: some share a CPU.
@@ -108,21 +108,21 @@ pub struct Layout {
 ///
 /// ```
 /// use skelaff_numa_alloc::Topology;
-/// use skelaff_worklist::{Builder, Layout, Placement, ThreadPlace};
+/// use skelaff_worklist::{Builder, ThreadLayout, ThreadPlacement, ThreadPlace};
 ///
 /// #[derive(Debug)]
 /// struct Anywhere;
-/// impl Placement for Anywhere {
+/// impl ThreadPlacement for Anywhere {
 ///     fn name(&self) -> String { "anywhere".into() }
-///     fn place(&self, _: &Topology, workers: usize) -> Result<Layout, skelaff_numa_alloc::Error> {
+///     fn place(&self, _: &Topology, workers: usize) -> Result<ThreadLayout, skelaff_numa_alloc::Error> {
 ///         let free = ThreadPlace { cpu: None, node: None, helper: None };
-///         Ok(Layout { workers: vec![free; workers], oversubscribed: false })
+///         Ok(ThreadLayout { workers: vec![free; workers], oversubscribed: false })
 ///     }
 /// }
 /// let b = Builder::new().threads(3).placement(Anywhere);
 /// # let _ = b;
 /// ```
-pub trait Placement: fmt::Debug + Send + Sync {
+pub trait ThreadPlacement: fmt::Debug + Send + Sync {
     /// A short name for reports (`scatter`, `compact`, `none` for the default).
     fn name(&self) -> String;
 
@@ -131,7 +131,7 @@ pub trait Placement: fmt::Debug + Send + Sync {
     /// # Errors
     ///
     /// What the topology or the strategy cannot do (no usable CPU, say).
-    fn place(&self, topo: &Topology, workers: usize) -> Result<Layout, skelaff_numa_alloc::Error>;
+    fn place(&self, topo: &Topology, workers: usize) -> Result<ThreadLayout, skelaff_numa_alloc::Error>;
 }
 
 /// The default placement: the topology's scatter or compact order for the
@@ -142,7 +142,7 @@ pub trait Placement: fmt::Debug + Send + Sync {
 ///
 /// ```
 /// use skelaff_numa_alloc::{SyntheticSpec, Topology};
-/// use skelaff_worklist::{HelperSite, Placement, ThreadMapping, TopologyPlacement};
+/// use skelaff_worklist::{HelperSite, ThreadPlacement, ThreadMapping, TopologyPlacement};
 ///
 /// // Two nodes, each one cache of two cores.
 /// let t = Topology::synthetic(SyntheticSpec {
@@ -173,12 +173,12 @@ impl TopologyPlacement {
     }
 }
 
-impl Placement for TopologyPlacement {
+impl ThreadPlacement for TopologyPlacement {
     fn name(&self) -> String {
         self.mapping.to_string()
     }
 
-    fn place(&self, topo: &Topology, workers: usize) -> Result<Layout, skelaff_numa_alloc::Error> {
+    fn place(&self, topo: &Topology, workers: usize) -> Result<ThreadLayout, skelaff_numa_alloc::Error> {
         let mapping = match self.mapping {
             ThreadMapping::Scatter => Mapping::Scatter,
             ThreadMapping::Compact => Mapping::Compact,
@@ -188,7 +188,7 @@ impl Placement for TopologyPlacement {
                     node: None,
                     helper: Some(HelperPlace { cpu: None, site: HelperSite::Unpinned }),
                 };
-                return Ok(Layout { workers: vec![free; workers], oversubscribed: false });
+                return Ok(ThreadLayout { workers: vec![free; workers], oversubscribed: false });
             }
         };
         let plan = mapping.plan(topo, workers)?;
@@ -201,7 +201,7 @@ impl Placement for TopologyPlacement {
             .zip(helpers)
             .map(|(s, helper)| ThreadPlace { cpu: Some(s.cpu), node: s.node, helper: Some(helper) })
             .collect();
-        Ok(Layout { workers, oversubscribed: plan.oversubscribed })
+        Ok(ThreadLayout { workers, oversubscribed: plan.oversubscribed })
     }
 }
 
@@ -274,7 +274,7 @@ mod tests {
         .unwrap()
     }
 
-    fn helpers(l: &Layout) -> Vec<(Option<usize>, HelperSite)> {
+    fn helpers(l: &ThreadLayout) -> Vec<(Option<usize>, HelperSite)> {
         l.workers.iter().map(|w| w.helper.map(|h| (h.cpu, h.site)).unwrap()).collect()
     }
 

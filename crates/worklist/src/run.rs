@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use crate::assist::{Assist, NoAssist};
 use crate::config::Builder;
 use crate::crew::Ticket;
-use crate::error::Error;
+use crate::error::{Error, ProfileError};
 use crate::helper_run::HelperSet;
 use crate::job::{Joined, Made, RunJob};
 use crate::report::RunReport;
@@ -79,27 +79,21 @@ impl Builder {
             return Err(Error::ZeroThreads);
         }
         if let Some(s) = self.access_profile {
-            skelaff_locality::Sampling::new(s.period, s.capacity).map_err(|e| Error::Profile(e.to_string()))?;
+            skelaff_locality::Sampling::new(s.period, s.capacity).map_err(ProfileError::Sampling)?;
         }
         if let Some(stretch) = &self.oracle {
             if self.access_profile.is_none() || self.migration.is_some() || stretch.stretch().is_zero() {
-                return Err(Error::Profile(
-                    "the applied oracle needs an access profile (access_profile), a stretch longer than zero, \
-                     and no migration rule beside it"
-                        .into(),
-                ));
+                return Err(ProfileError::OracleNeeds.into());
             }
         }
         if let Some(rule) = self.migration {
             if self.access_profile.is_none() {
-                return Err(Error::Profile(
-                    "migration takes its samples from the access profile: ask for one with access_profile".into(),
-                ));
+                return Err(ProfileError::MigrationWithoutProfile.into());
             }
             if !matches!(rule.epoch, skelaff_locality::Epoch::Time { .. }) || rule.pages_per_epoch == 0 {
-                return Err(Error::Profile(
-                    "a migration rule applied for real needs a time epoch and at least one page per epoch".into(),
-                ));
+                return Err(
+                    ProfileError::MigrationRule { pages_per_epoch: rule.pages_per_epoch, epoch: rule.epoch }.into()
+                );
             }
         }
         // The STM's one-time set-up belongs before `run`, not in it.

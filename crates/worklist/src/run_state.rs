@@ -114,7 +114,16 @@ pub(crate) struct Settings {
 #[derive(Debug, Clone)]
 pub(crate) struct Failure {
     pub(crate) worker: Option<usize>,
-    pub(crate) message: String,
+    pub(crate) cause: Cause,
+}
+
+/// What a [`Failure`] was.
+#[derive(Debug, Clone)]
+pub(crate) enum Cause {
+    /// A panic, or an error of the user's code, as its message.
+    Panic(String),
+    /// The worker's STM access sampler would not start.
+    Sampler(skelaff_stm::SamplerError),
 }
 
 /// What the workers hand back besides their reports, gathered when the
@@ -204,7 +213,12 @@ impl<S: Skeleton, H: Hold<S>> RunState<S, H> {
 
     /// Records the first failure and stops every worker.
     pub(crate) fn fail(&self, worker: Option<usize>, message: String) {
-        let _ = self.outcome.failure.set(Failure { worker, message });
+        self.fail_with(worker, Cause::Panic(message));
+    }
+
+    /// As [`fail`](Self::fail), for a failure that is not a message.
+    pub(crate) fn fail_with(&self, worker: Option<usize>, cause: Cause) {
+        let _ = self.outcome.failure.set(Failure { worker, cause });
         self.signal.stop();
     }
 }

@@ -16,7 +16,7 @@ use skelaff_numa_alloc::pin::{self, Birthplace};
 use crate::config::Builder;
 use crate::crew::Crew;
 use crate::error::Error;
-use crate::placement::Layout;
+use crate::placement::ThreadLayout;
 use crate::skeleton::WorkerInfo;
 
 /// Pinned worker threads that serve any number of runs.
@@ -87,7 +87,7 @@ use crate::skeleton::WorkerInfo;
 /// ```
 pub struct WorkerPool {
     pub(crate) crew: Arc<Crew>,
-    pub(crate) layout: Layout,
+    pub(crate) layout: ThreadLayout,
     pub(crate) infos: Vec<WorkerInfo>,
     pub(crate) mapping: String,
     id: u64,
@@ -130,7 +130,7 @@ impl WorkerPool {
     }
 
     /// Builds a pool for a layout already checked.
-    fn with_layout(layout: Layout, mapping: String) -> Result<WorkerPool, Error> {
+    fn with_layout(layout: ThreadLayout, mapping: String) -> Result<WorkerPool, Error> {
         let threads = layout.workers.len();
         let infos: Vec<WorkerInfo> = layout
             .workers
@@ -169,7 +169,7 @@ impl WorkerPool {
     }
 
     /// The layout the placement gave (workers and their helpers' places).
-    pub fn layout(&self) -> &Layout {
+    pub fn layout(&self) -> &ThreadLayout {
         &self.layout
     }
 
@@ -203,7 +203,7 @@ impl Drop for WorkerPool {
 }
 
 /// The layout `builder` asks for, checked.
-pub(crate) fn layout_of(builder: &Builder) -> Result<Layout, Error> {
+pub(crate) fn layout_of(builder: &Builder) -> Result<ThreadLayout, Error> {
     if builder.threads == 0 {
         return Err(Error::ZeroThreads);
     }
@@ -226,7 +226,7 @@ pub(crate) fn layout_of(builder: &Builder) -> Result<Layout, Error> {
 static PROCESS_POOLS: Mutex<Vec<Arc<WorkerPool>>> = Mutex::new(Vec::new());
 
 /// The process-wide pool for `layout`, built if there is none yet.
-pub(crate) fn process_pool(layout: Layout, mapping: String) -> Result<Arc<WorkerPool>, Error> {
+pub(crate) fn process_pool(layout: ThreadLayout, mapping: String) -> Result<Arc<WorkerPool>, Error> {
     let mut pools = PROCESS_POOLS.lock();
     if let Some(p) = pools.iter().find(|p| p.layout == layout && p.mapping == mapping) {
         return Ok(p.clone());
@@ -237,6 +237,6 @@ pub(crate) fn process_pool(layout: Layout, mapping: String) -> Result<Arc<Worker
 }
 
 /// A pool of fresh threads for one run (joined when dropped).
-pub(crate) fn per_run_pool(layout: Layout, mapping: String) -> Result<WorkerPool, Error> {
+pub(crate) fn per_run_pool(layout: ThreadLayout, mapping: String) -> Result<WorkerPool, Error> {
     WorkerPool::with_layout(layout, mapping)
 }

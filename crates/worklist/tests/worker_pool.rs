@@ -11,8 +11,8 @@ use std::time::Duration;
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_worklist::{
-    Builder, Error, Layout, PagePolicy, Placement, ProcessCtx, Skeleton, ThreadMapping, ThreadPlace, WorkerInfo,
-    WorkerPool,
+    Builder, Error, PagePolicy, ProcessCtx, Skeleton, ThreadLayout, ThreadMapping, ThreadPlace, ThreadPlacement,
+    WorkerInfo, WorkerPool,
 };
 
 /// Sums its units.
@@ -207,13 +207,13 @@ fn a_run_returns_only_after_every_worker_is_done_with_the_borrowed_data() {
 #[derive(Debug)]
 struct NoSuchCpu;
 
-impl Placement for NoSuchCpu {
+impl ThreadPlacement for NoSuchCpu {
     fn name(&self) -> String {
         "no-such-cpu".into()
     }
-    fn place(&self, _: &Topology, workers: usize) -> Result<Layout, skelaff_numa_alloc::Error> {
+    fn place(&self, _: &Topology, workers: usize) -> Result<ThreadLayout, skelaff_numa_alloc::Error> {
         let place = ThreadPlace { cpu: Some(100_000), node: None, helper: None };
-        Ok(Layout { workers: vec![place; workers], oversubscribed: false })
+        Ok(ThreadLayout { workers: vec![place; workers], oversubscribed: false })
     }
 }
 

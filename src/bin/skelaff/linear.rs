@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 use skelaff::locality::atomic_file::AtomicFile;
 use skelaff::spmv::cg::{self, CgOptions};
-use skelaff::spmv::{Csr, Engine, Error, TeamSpmv, mm};
+use skelaff::spmv::{Csr, Error, SpmvEngine, TeamSpmv, mm};
 use skelaff::spmv_args::EngineArgs;
 
 /// A vector given on the command line: `ones`, or a Matrix Market file
@@ -161,7 +161,7 @@ pub(crate) fn cg_local(args: &CgArgs) -> Result<LinearReport, Error> {
     let a = load_matrix(&args.file, true)?;
     let n = a.nrows();
     let b = args.rhs.load(n)?;
-    let engine: Engine = args.engine.engine()?;
+    let engine: SpmvEngine = args.engine.engine()?;
     let mut op = engine.csr(&a)?;
     let mut x = vec![0.0; n];
     let opts = CgOptions { tolerance: args.tol, max_iter: args.max_iter.unwrap_or((2 * n).max(1000)) };
@@ -188,7 +188,7 @@ pub(crate) fn cg_local(args: &CgArgs) -> Result<LinearReport, Error> {
 pub(crate) fn spmv_local(args: &SpmvArgs) -> Result<LinearReport, Error> {
     let a = load_matrix(&args.file, false)?;
     let x = args.x.load(a.ncols())?;
-    let engine: Engine = args.engine.engine()?;
+    let engine: SpmvEngine = args.engine.engine()?;
     let mut op = engine.csr(&a)?;
     let mut y = vec![0.0; a.nrows()];
     let start = Instant::now();

@@ -6,7 +6,7 @@
 //! the crate's own, which starts its threads for each job.
 
 use parking_lot::Mutex;
-use skelaff_numa_alloc::{Mapping, Topology};
+use skelaff_numa_alloc::{Mapping, Topology, pin};
 
 use crate::error::{Error, Result};
 use crate::home;
@@ -90,7 +90,9 @@ impl Runner for PinnedThreads {
                     // A CPU this process may use (the plan drew it from the
                     // allowed set); if the kernel refuses, the job still runs,
                     // unpinned, and reads the replica of wherever it is.
-                    let _ = home::pin_to_cpu(cpu);
+                    if pin::pin_to_cpu(cpu).is_ok() {
+                        home::refresh_home_node();
+                    }
                     job(t);
                 });
             }

@@ -23,11 +23,11 @@ use crate::team::Team;
 ///
 /// ```no_run
 /// use skelaff_spmv::dist::{self, DistCsr, Mpi};
-/// use skelaff_spmv::{Engine, EngineOptions, SplitKind, Triplets, cg::CgOptions};
+/// use skelaff_spmv::{SpmvEngine, SpmvEngineOptions, SplitKind, Triplets, cg::CgOptions};
 ///
 /// let mpi = Mpi::init()?;
 /// let comm = mpi.world();
-/// let engine = Engine::new(EngineOptions::default())?;
+/// let engine = SpmvEngine::new(SpmvEngineOptions::default())?;
 /// let n = 100;
 /// let mut t = Triplets::new(n, n)?;
 /// for i in 0..n {

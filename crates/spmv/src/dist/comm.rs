@@ -244,7 +244,16 @@ impl RankComm {
         let reason = match &result {
             Ok(_) => Vec::new(),
             Err(e) => {
-                let mut s = e.to_string().into_bytes();
+                // The error and its causes, as one line: the other ranks
+                // get text, not the error.
+                let mut text = e.to_string();
+                let mut cause = std::error::Error::source(e);
+                while let Some(c) = cause {
+                    text.push_str(": ");
+                    text.push_str(&c.to_string());
+                    cause = c.source();
+                }
+                let mut s = text.into_bytes();
                 s.truncate(4096);
                 if s.is_empty() {
                     s.push(b'?');

@@ -17,9 +17,9 @@ use super::comm::{Lent, RankComm};
 use super::halo::HaloPlan;
 use crate::array::SharedArray;
 use crate::cg::CgSystem;
-use crate::engine::Engine;
+use crate::engine::SpmvEngine;
 use crate::error::{Error, Result};
-use crate::masa::{Access, Split, SplitKind};
+use crate::masa::{Split, SplitKind, TeamAccess};
 use crate::matrix::{Csr, check_len};
 use crate::ops::{CsrSpmv, TeamSpmv};
 use crate::team::{SharedMut, Team, TeamMember};
@@ -67,11 +67,11 @@ unsafe impl Sync for HaloBuffers {}
 ///
 /// ```no_run
 /// use skelaff_spmv::dist::{DistCsr, Mpi};
-/// use skelaff_spmv::{Engine, EngineOptions, SplitKind, Triplets};
+/// use skelaff_spmv::{SpmvEngine, SpmvEngineOptions, SplitKind, Triplets};
 ///
 /// let mpi = Mpi::init()?;
 /// let comm = mpi.world();
-/// let engine = Engine::new(EngineOptions::default())?;
+/// let engine = SpmvEngine::new(SpmvEngineOptions::default())?;
 /// // Every rank builds the same 1-D Laplacian and keeps its own rows.
 /// let n = 1000;
 /// let mut t = Triplets::new(n, n)?;
@@ -117,7 +117,7 @@ impl<'c> DistCsr<'c> {
     /// rank; [`Error::DimensionMismatch`] when `local` does not match its
     /// chunk or the column count; allocation and `mbind` errors; on every
     /// other rank, [`Error::RankFailed`] naming the rank that failed.
-    pub fn new(comm: &'c RankComm, engine: &Engine, local: &Csr<f64>, rows: Split, cols: Split) -> Result<Self> {
+    pub fn new(comm: &'c RankComm, engine: &SpmvEngine, local: &Csr<f64>, rows: Split, cols: Split) -> Result<Self> {
         let checked = if rows.threads() != comm.size() {
             Err(Error::BadChunking { what: "one row chunk per rank", value: rows.threads() })
         } else if cols.threads() != comm.size() {
@@ -151,7 +151,7 @@ impl<'c> DistCsr<'c> {
     /// The diagonal and off-diagonal operators and the halo buffer.
     fn build(
         comm: &RankComm,
-        engine: &Engine,
+        engine: &SpmvEngine,
         local: &Csr<f64>,
         cols: &Split,
         plan: &HaloPlan,
@@ -186,7 +186,7 @@ impl<'c> DistCsr<'c> {
         let offdiag = Csr::from_parts(local.nrows(), halo_cols.len(), op, oi, ov)?;
         let diag = CsrSpmv::with_split(masa, &diag, opts, split.clone())?;
         let offdiag = CsrSpmv::with_split(masa, &offdiag, opts, split)?;
-        let halo = masa.place_zeroed(halo_cols.len(), Access::NonDeterministic, opts.placement)?;
+        let halo = masa.place_zeroed(halo_cols.len(), TeamAccess::NonDeterministic, opts.placement)?;
         Ok((diag, offdiag, halo))
     }
 
@@ -198,7 +198,7 @@ impl<'c> DistCsr<'c> {
     /// # Errors
     ///
     /// As [`DistCsr::new`].
-    pub fn from_global(comm: &'c RankComm, engine: &Engine, a: &Csr<f64>, kind: SplitKind) -> Result<Self> {
+    pub fn from_global(comm: &'c RankComm, engine: &SpmvEngine, a: &Csr<f64>, kind: SplitKind) -> Result<Self> {
         let rows = match kind {
             SplitKind::Rows => Split::equal(a.nrows(), comm.size()),
             SplitKind::Nnz => Split::nnz(a.row_ptr(), comm.size()),

@@ -39,7 +39,7 @@ use crate::mm;
 ///
 /// # Errors
 ///
-/// On the rank that failed, the reading error ([`crate::Error::Io`],
+/// On the rank that failed, the reading error ([`crate::Error::Io`], [`crate::Error::Read`],
 /// [`crate::Error::MatrixMarket`]); on the others, [`crate::Error::RankFailed`]
 /// naming that rank and its reason.
 pub fn read_csr(comm: &RankComm, path: impl AsRef<Path>) -> Result<Csr<f64>> {

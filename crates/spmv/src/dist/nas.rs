@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::comm::RankComm;
 use super::csr::{DistCsr, DistSystem};
-use crate::engine::Engine;
+use crate::engine::SpmvEngine;
 use crate::error::Result;
 use crate::masa::{Split, SplitKind};
 use crate::nas::power::{PowerVecs, power_method};
@@ -71,7 +71,7 @@ impl fmt::Display for DistNasReport {
 ///
 /// Generation, allocation and `mbind` errors (agreed: every rank fails
 /// together).
-pub fn run(comm: &RankComm, engine: &Engine, class: Class, split: SplitKind) -> Result<DistNasReport> {
+pub fn run(comm: &RankComm, engine: &SpmvEngine, class: Class, split: SplitKind) -> Result<DistNasReport> {
     let params = class.params();
     let start = Instant::now();
     let generator = Generator::for_class(class);

@@ -39,7 +39,7 @@ use strum::{Display, EnumString, VariantNames};
 
 use crate::array::SharedArray;
 use crate::error::{Error, Result};
-use crate::team::{Layout, Team};
+use crate::team::{Team, TeamLayout};
 
 /// Where to put the shared arrays of an operator.
 ///
@@ -74,7 +74,7 @@ fn unknown_placement(given: &str) -> Error {
 
 /// How a thread team touches one shared array (the paper's classification).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Access<'a> {
+pub enum TeamAccess<'a> {
     /// Thread `t` touches only elements `bounds[t]..bounds[t + 1]`.
     Deterministic(&'a [usize]),
     /// Any thread may touch any element.
@@ -113,7 +113,7 @@ pub struct NodeRange {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Masa {
-    layout: Layout,
+    layout: TeamLayout,
     schedule: Schedule,
     page_size: usize,
     huge_pages: bool,
@@ -142,12 +142,12 @@ impl Masa {
         if !schedule.is_static() {
             return Err(Error::NonStaticSchedule { found: schedule.to_string() });
         }
-        let layout = Layout::scatter(topo, threads)?;
+        let layout = TeamLayout::scatter(topo, threads)?;
         Ok(Masa { layout, schedule, page_size: topo.page_size(), huge_pages: true })
     }
 
     /// MASA over an explicit layout (e.g. a hand-made one for a test).
-    pub fn with_layout(layout: Layout, page_size: usize) -> Masa {
+    pub fn with_layout(layout: TeamLayout, page_size: usize) -> Masa {
         Masa { layout, schedule: Schedule::Static, page_size, huge_pages: true }
     }
 
@@ -160,7 +160,7 @@ impl Masa {
     }
 
     /// Whether allocations ask for transparent huge pages (what
-    /// [`Engine`](crate::Engine) reports).
+    /// [`SpmvEngine`](crate::SpmvEngine) reports).
     ///
     /// # Examples
     ///
@@ -177,7 +177,7 @@ impl Masa {
     }
 
     /// The team layout.
-    pub fn layout(&self) -> &Layout {
+    pub fn layout(&self) -> &TeamLayout {
         &self.layout
     }
 
@@ -318,16 +318,16 @@ impl Masa {
     fn allocate_placed<T: Zeroable>(
         &self,
         len: usize,
-        access: Access<'_>,
+        access: TeamAccess<'_>,
         placement: ArrayPlacement,
     ) -> Result<SharedArray<T>> {
         let mut a = self.allocate::<T>(len)?;
         match (placement, access) {
             (ArrayPlacement::FirstTouch, _) => {}
-            (ArrayPlacement::Masa, Access::Deterministic(bounds)) => {
+            (ArrayPlacement::Masa, TeamAccess::Deterministic(bounds)) => {
                 self.bind_chunks(&mut a, bounds)?;
             }
-            (ArrayPlacement::Masa, Access::NonDeterministic) | (ArrayPlacement::Interleave, _) => {
+            (ArrayPlacement::Masa, TeamAccess::NonDeterministic) | (ArrayPlacement::Interleave, _) => {
                 self.interleave(&mut a)?;
             }
         }
@@ -347,7 +347,7 @@ impl Masa {
     pub fn place<T: Copy + Zeroable>(
         &self,
         src: &[T],
-        access: Access<'_>,
+        access: TeamAccess<'_>,
         placement: ArrayPlacement,
     ) -> Result<SharedArray<T>> {
         let mut a = self.allocate_placed::<T>(src.len(), access, placement)?;
@@ -364,7 +364,7 @@ impl Masa {
     pub fn place_zeroed<T: Copy + Zeroable + Default>(
         &self,
         len: usize,
-        access: Access<'_>,
+        access: TeamAccess<'_>,
         placement: ArrayPlacement,
     ) -> Result<SharedArray<T>> {
         let mut a = self.allocate_placed::<T>(len, access, placement)?;
@@ -391,8 +391,8 @@ mod tests {
         assert!(matches!(Masa::preprocess_with(topo, 0, Schedule::Static), Err(Error::ZeroThreads)));
     }
 
-    fn layout(nodes: &[usize]) -> Layout {
-        Layout::from_slots(nodes.iter().enumerate().map(|(cpu, &node)| ThreadSlot { cpu, node }).collect()).unwrap()
+    fn layout(nodes: &[usize]) -> TeamLayout {
+        TeamLayout::from_slots(nodes.iter().enumerate().map(|(cpu, &node)| ThreadSlot { cpu, node }).collect()).unwrap()
     }
 
     #[test]

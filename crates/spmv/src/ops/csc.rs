@@ -7,7 +7,7 @@ use core::ops::Range;
 use crate::array::SharedArray;
 use crate::error::Result;
 use crate::kernel;
-use crate::masa::{Access, Masa, Split};
+use crate::masa::{Masa, Split, TeamAccess};
 use crate::matrix::Csc;
 use crate::ops::partial::{Partials, window};
 use crate::ops::{OpShape, SpmvOptions, TeamSpmv, ptr_bounds};
@@ -62,9 +62,9 @@ impl<T: Scalar> CscSpmv<T> {
         let windows =
             (0..split.threads()).map(|t| window(a.col_ptr(), a.row_idx(), split.range(t), |_, _| false)).collect();
         Ok(CscSpmv {
-            ptr: masa.place(a.col_ptr(), Access::Deterministic(&ptr_bounds(&split)), p)?,
-            idx: masa.place(a.row_idx(), Access::Deterministic(&nnz_bounds), p)?,
-            val: masa.place(a.values(), Access::Deterministic(&nnz_bounds), p)?,
+            ptr: masa.place(a.col_ptr(), TeamAccess::Deterministic(&ptr_bounds(&split)), p)?,
+            idx: masa.place(a.row_idx(), TeamAccess::Deterministic(&nnz_bounds), p)?,
+            val: masa.place(a.values(), TeamAccess::Deterministic(&nnz_bounds), p)?,
             partials: Partials::new(masa, p, windows)?,
             shape,
         })

@@ -4,7 +4,7 @@
 use crate::array::SharedArray;
 use crate::error::Result;
 use crate::kernel;
-use crate::masa::{Access, Masa, Split};
+use crate::masa::{Masa, Split, TeamAccess};
 use crate::matrix::Csr;
 use crate::ops::{OpShape, SpmvOptions, TeamSpmv, ptr_bounds};
 use crate::scalar::Scalar;
@@ -59,9 +59,9 @@ impl<T: Scalar> CsrSpmv<T> {
         let nnz_bounds = split.through(a.row_ptr());
         let p = opts.placement;
         Ok(CsrSpmv {
-            ptr: masa.place(a.row_ptr(), Access::Deterministic(&ptr_bounds(&split)), p)?,
-            idx: masa.place(a.col_idx(), Access::Deterministic(&nnz_bounds), p)?,
-            val: masa.place(a.values(), Access::Deterministic(&nnz_bounds), p)?,
+            ptr: masa.place(a.row_ptr(), TeamAccess::Deterministic(&ptr_bounds(&split)), p)?,
+            idx: masa.place(a.col_idx(), TeamAccess::Deterministic(&nnz_bounds), p)?,
+            val: masa.place(a.values(), TeamAccess::Deterministic(&nnz_bounds), p)?,
             shape,
         })
     }

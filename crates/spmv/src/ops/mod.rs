@@ -39,7 +39,7 @@ pub use self::sym::{SymSpmv, SymVariant};
 use crate::array::SharedArray;
 use crate::error::{Error, Result};
 use crate::kernel::Simd;
-use crate::masa::{Access, ArrayPlacement, Masa, Split, SplitKind};
+use crate::masa::{ArrayPlacement, Masa, Split, SplitKind, TeamAccess};
 use crate::matrix::check_len;
 use crate::scalar::Scalar;
 use crate::team::{SharedMut, Team, TeamMember};
@@ -195,7 +195,7 @@ impl OpShape {
 
     /// A zeroed vector of `len` elements split as `split`, placed by the options.
     fn vector<T: Scalar>(&self, len: usize, split: Option<&Split>) -> Result<SharedArray<T>> {
-        let access = split.map_or(Access::NonDeterministic, |s| Access::Deterministic(s.bounds()));
+        let access = split.map_or(TeamAccess::NonDeterministic, |s| TeamAccess::Deterministic(s.bounds()));
         self.masa.place_zeroed(len, access, self.opts.placement)
     }
 }

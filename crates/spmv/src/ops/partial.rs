@@ -9,7 +9,7 @@ use core::ops::Range;
 
 use crate::array::SharedArray;
 use crate::error::Result;
-use crate::masa::{Access, ArrayPlacement, Masa};
+use crate::masa::{ArrayPlacement, Masa, TeamAccess};
 use crate::scalar::Scalar;
 
 /// One thread's buffer of partial sums over the window of rows its
@@ -51,7 +51,7 @@ impl<T: Scalar> Partials<T> {
             .map(|(t, w)| {
                 // Bounds that give every element to thread t.
                 let bounds: Vec<usize> = (0..=threads).map(|i| if i <= t { 0 } else { w.len() }).collect();
-                let buf = masa.place_zeroed::<T>(w.len(), Access::Deterministic(&bounds), placement)?;
+                let buf = masa.place_zeroed::<T>(w.len(), TeamAccess::Deterministic(&bounds), placement)?;
                 Ok(Partial { window: w, buf: UnsafeCell::new(buf) })
             })
             .collect::<Result<_>>()?;

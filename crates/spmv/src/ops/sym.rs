@@ -7,7 +7,7 @@ use strum::{Display, EnumString, VariantNames};
 use crate::array::SharedArray;
 use crate::error::{Error, Result};
 use crate::kernel;
-use crate::masa::{Access, Masa, Split, SplitKind};
+use crate::masa::{Masa, Split, SplitKind, TeamAccess};
 use crate::matrix::{Csc, Triplets};
 use crate::ops::partial::{Partials, window};
 use crate::ops::{OpShape, SpmvOptions, TeamSpmv, ptr_bounds};
@@ -141,9 +141,9 @@ impl<T: Scalar> SymSpmv<T> {
             Some(s) => {
                 let rb = split.through(s.row_ptr());
                 (
-                    masa.place(s.row_ptr(), Access::Deterministic(&pb), p)?,
-                    masa.place(s.col_idx(), Access::Deterministic(&rb), p)?,
-                    masa.place(s.values(), Access::Deterministic(&rb), p)?,
+                    masa.place(s.row_ptr(), TeamAccess::Deterministic(&pb), p)?,
+                    masa.place(s.col_idx(), TeamAccess::Deterministic(&rb), p)?,
+                    masa.place(s.values(), TeamAccess::Deterministic(&rb), p)?,
                 )
             }
             None => (Vec::new().into(), Vec::new().into(), Vec::new().into()),
@@ -160,9 +160,9 @@ impl<T: Scalar> SymSpmv<T> {
         Ok(SymSpmv {
             shape: OpShape::new(masa, opts, (n, n), split.clone(), None, Some(split))?,
             variant,
-            ptr: masa.place(csc_ptr, Access::Deterministic(&pb), p)?,
-            idx: masa.place(lower.row_idx(), Access::Deterministic(&nb), p)?,
-            val: masa.place(lower.values(), Access::Deterministic(&nb), p)?,
+            ptr: masa.place(csc_ptr, TeamAccess::Deterministic(&pb), p)?,
+            idx: masa.place(lower.row_idx(), TeamAccess::Deterministic(&nb), p)?,
+            val: masa.place(lower.values(), TeamAccess::Deterministic(&nb), p)?,
             rptr,
             ridx,
             rval,

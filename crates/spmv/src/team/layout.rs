@@ -24,31 +24,31 @@ pub struct ThreadSlot {
 ///
 /// ```
 /// use skelaff_numa_alloc::{SyntheticSpec, Topology};
-/// use skelaff_spmv::Layout;
+/// use skelaff_spmv::TeamLayout;
 ///
 /// let topo = Topology::synthetic(SyntheticSpec {
 ///     nodes: 2, caches_per_node: 1, cores_per_cache: 2, pus_per_core: 1, memory_only_nodes: 0,
 /// })?;
 /// // Scatter deals CPUs 0, 2, 1, 3; grouping by node gives 0, 1 | 2, 3.
-/// let l = Layout::scatter(&topo, 4)?;
+/// let l = TeamLayout::scatter(&topo, 4)?;
 /// assert_eq!(l.slots().iter().map(|s| (s.cpu, s.node)).collect::<Vec<_>>(), [(0, 0), (1, 0), (2, 1), (3, 1)]);
 /// assert_eq!(l.threads_per_node(), vec![(0, 2), (1, 2)]);
 /// // Two threads: one per node.
-/// assert_eq!(Layout::scatter(&topo, 2)?.threads_per_node(), vec![(0, 1), (1, 1)]);
+/// assert_eq!(TeamLayout::scatter(&topo, 2)?.threads_per_node(), vec![(0, 1), (1, 1)]);
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Layout {
+pub struct TeamLayout {
     slots: Vec<ThreadSlot>,
 }
 
-impl Layout {
+impl TeamLayout {
     /// `threads` threads laid out by [`Mapping::Scatter`], grouped by node.
     ///
     /// # Errors
     ///
     /// [`Error::ZeroThreads`]; [`Error::Numa`] when no CPU is usable.
-    pub fn scatter(topo: &Topology, threads: usize) -> Result<Layout> {
+    pub fn scatter(topo: &Topology, threads: usize) -> Result<TeamLayout> {
         if threads == 0 {
             return Err(Error::ZeroThreads);
         }
@@ -58,7 +58,7 @@ impl Layout {
             plan.slots.iter().map(|s| ThreadSlot { cpu: s.cpu, node: s.node.unwrap_or(fallback) }).collect();
         // Stable: within a node, keep the scatter order.
         slots.sort_by_key(|s| s.node);
-        Ok(Layout { slots })
+        Ok(TeamLayout { slots })
     }
 
     /// A layout from explicit slots (regrouped by node, stably).
@@ -66,12 +66,12 @@ impl Layout {
     /// # Errors
     ///
     /// [`Error::ZeroThreads`] for no slots.
-    pub fn from_slots(mut slots: Vec<ThreadSlot>) -> Result<Layout> {
+    pub fn from_slots(mut slots: Vec<ThreadSlot>) -> Result<TeamLayout> {
         if slots.is_empty() {
             return Err(Error::ZeroThreads);
         }
         slots.sort_by_key(|s| s.node);
-        Ok(Layout { slots })
+        Ok(TeamLayout { slots })
     }
 
     /// The slots, thread 0 first.
@@ -139,11 +139,11 @@ mod tests {
             memory_only_nodes: 1,
         })
         .unwrap();
-        let l = Layout::scatter(&topo, 6).unwrap();
+        let l = TeamLayout::scatter(&topo, 6).unwrap();
         assert_eq!(l.threads_per_node(), vec![(0, 2), (1, 2), (2, 1), (3, 1)]);
         assert_eq!(l.node_groups()[1], (1, 2..4));
         assert_eq!(l.nodes().len(), 4);
-        assert!(matches!(Layout::scatter(&topo, 0), Err(Error::ZeroThreads)));
-        assert!(matches!(Layout::from_slots(vec![]), Err(Error::ZeroThreads)));
+        assert!(matches!(TeamLayout::scatter(&topo, 0), Err(Error::ZeroThreads)));
+        assert!(matches!(TeamLayout::from_slots(vec![]), Err(Error::ZeroThreads)));
     }
 }

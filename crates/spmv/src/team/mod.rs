@@ -1,6 +1,6 @@
 //! A persistent team of pinned threads with a static schedule.
 //!
-//! A [`Team`] starts one thread per [`Layout`] slot, pins it to that slot's
+//! A [`Team`] starts one thread per [`TeamLayout`] slot, pins it to that slot's
 //! CPU for its whole life, and runs jobs on all of them at once:
 //! [`Team::run`] calls the same closure on every thread with a [`TeamMember`]
 //! that says which thread it is (its index never changes, so with a static
@@ -22,7 +22,7 @@
 //! rank bound to one core by `mpirun`), the caller could only wait on a CPU
 //! a team thread needs, so it parks at once instead of spinning.
 //!
-//! Files: [`layout`](Layout) (where the threads run), `member` (the
+//! Files: [`layout`](TeamLayout) (where the threads run), `member` (the
 //! barrier and reductions inside a job), `shared` ([`SharedMut`], the
 //! output slices threads write in disjoint parts); this one starts the
 //! threads and hands them jobs.
@@ -45,7 +45,7 @@ use skelaff_numa_alloc::idle::{IdlePolicy, Wakeup};
 use skelaff_numa_alloc::pin::Birthplace;
 use skelaff_numa_alloc::{Topology, pin};
 
-pub use self::layout::{Layout, ThreadSlot};
+pub use self::layout::{TeamLayout, ThreadSlot};
 use self::member::JobSync;
 pub use self::member::{MAX_SUMS, TeamMember};
 pub use self::shared::SharedMut;
@@ -99,9 +99,9 @@ thread_local! {
 ///
 /// ```
 /// use skelaff_numa_alloc::Topology;
-/// use skelaff_spmv::{Layout, Team};
+/// use skelaff_spmv::{TeamLayout, Team};
 ///
-/// let team = Team::new(Layout::scatter(Topology::get()?, 2)?)?;
+/// let team = Team::new(TeamLayout::scatter(Topology::get()?, 2)?)?;
 /// let totals = team.run_collect(|m| m.sum(m.index() as f64 + 1.0));
 /// assert_eq!(totals, vec![3.0, 3.0]); // every thread sees the same sum
 /// # Ok::<(), skelaff_spmv::Error>(())
@@ -109,7 +109,7 @@ thread_local! {
 pub struct Team {
     inner: Arc<Inner>,
     handles: Vec<JoinHandle<()>>,
-    layout: Layout,
+    layout: TeamLayout,
     run_lock: Mutex<()>,
     /// The caller of `run` parks at once (see the module docs): the team
     /// has as many threads as the process has CPUs to run on.
@@ -123,7 +123,7 @@ impl Team {
     ///
     /// [`Error::TeamStart`] naming the thread if it cannot be started on its
     /// CPU (a CPU this process may not use, or no thread to be had).
-    pub fn new(layout: Layout) -> Result<Team> {
+    pub fn new(layout: TeamLayout) -> Result<Team> {
         let n = layout.threads();
         let inner = Arc::new(Inner {
             threads: n,
@@ -152,13 +152,13 @@ impl Team {
         Ok(team)
     }
 
-    /// A team of `threads` threads laid out by [`Layout::scatter`] on this machine.
+    /// A team of `threads` threads laid out by [`TeamLayout::scatter`] on this machine.
     ///
     /// # Errors
     ///
-    /// As [`Layout::scatter`] and [`Team::new`].
+    /// As [`TeamLayout::scatter`] and [`Team::new`].
     pub fn with_threads(threads: usize) -> Result<Team> {
-        Team::new(Layout::scatter(Topology::get()?, threads)?)
+        Team::new(TeamLayout::scatter(Topology::get()?, threads)?)
     }
 
     /// Number of threads.
@@ -167,7 +167,7 @@ impl Team {
     }
 
     /// Where each thread runs.
-    pub fn layout(&self) -> &Layout {
+    pub fn layout(&self) -> &TeamLayout {
         &self.layout
     }
 

@@ -194,19 +194,30 @@ impl<'m, X: TxOps<'m>> Tables for TxTables<'_, 'm, X> {
     }
 }
 
+/// A table whose red-black tree is broken (what [`Manager::snapshot`]
+/// found).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {table} table's tree is broken: {invariant}")]
+pub(crate) struct BrokenTable {
+    /// The table's name.
+    pub(crate) table: &'static str,
+    /// The invariant that does not hold.
+    pub(crate) invariant: skelaff_stm::collections::Broken,
+}
+
 impl Manager {
     /// Every entry and customer, read in one transaction, with the trees'
     /// invariants checked.
     ///
     /// # Errors
     ///
-    /// A broken red-black tree, described.
-    pub(crate) fn snapshot(&self) -> Result<Snapshot, String> {
+    /// A broken red-black tree: which table's, and which invariant.
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, BrokenTable> {
         atomically(|tx| {
             let mut snap = Snapshot::default();
             for (kind, table) in Kind::ALL.into_iter().zip(&self.tables) {
                 if let Err(e) = table.verify(tx)? {
-                    return Ok(Err(format!("the {} table's tree is broken: {e}", kind.name())));
+                    return Ok(Err(BrokenTable { table: kind.name(), invariant: e }));
                 }
                 for (id, p) in table.to_vec(tx)? {
                     // SAFETY: read in this transaction.
@@ -221,7 +232,7 @@ impl Manager {
                 }
             }
             if let Err(e) = self.customers.verify(tx)? {
-                return Ok(Err(format!("the customer table's tree is broken: {e}")));
+                return Ok(Err(BrokenTable { table: "customer", invariant: e }));
             }
             for (id, p) in self.customers.to_vec(tx)? {
                 // SAFETY: read in this transaction.

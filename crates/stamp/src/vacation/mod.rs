@@ -328,7 +328,7 @@ impl App for Vacation {
                 }
                 SequentialTables::Stamp => {
                     let (m, anomalies, time) = run_sequential_stamp(args, &workload, common.shuffle);
-                    (m.snapshot(), anomalies, time, None)
+                    (m.snapshot().map_err(|e| e.to_string()), anomalies, time, None)
                 }
             }
         } else {
@@ -347,7 +347,7 @@ impl App for Vacation {
             let report = common.run(&mut wl)?;
             let time = start.elapsed();
             let anomalies = shared.anomalies.load(Ordering::Relaxed);
-            (shared.manager.snapshot(), anomalies, time, Some(report))
+            (shared.manager.snapshot().map_err(|e| e.to_string()), anomalies, time, Some(report))
         };
         Ok(outcome(args, &workload, snapshot, anomalies, time, report))
     }
@@ -462,7 +462,7 @@ impl ClientBench {
         if self.anomalies > 0 {
             return Err(format!("{} transactions met an impossible reservation state", self.anomalies));
         }
-        self.manager.snapshot()?.check(relations)
+        self.manager.snapshot().map_err(|e| e.to_string())?.check(relations)
     }
 }
 

@@ -3,6 +3,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use super::Broken;
 use super::{Link, node};
 use crate::error::TxError;
 use crate::tvar::TVar;
@@ -327,32 +328,32 @@ where
         lo: Option<K>,
         hi: Option<K>,
         depth: usize,
-    ) -> Result<Result<usize, String>, TxError> {
+    ) -> Result<Result<usize, Broken>, TxError> {
         let (len, keys) = match Self::n(p) {
             BNode::Leaf { len, keys, .. } | BNode::Inner { len, keys, .. } => (*len, &keys[..*len]),
         };
         if len > CAP {
-            return Ok(Err(format!("a node holds {len} keys (at most {CAP})")));
+            return Ok(Err(Broken::Overfull { len, cap: CAP }));
         }
         if keys.windows(2).any(|w| w[0] >= w[1]) {
-            return Ok(Err("a node's keys are not strictly increasing".into()));
+            return Ok(Err(Broken::NodeOrder));
         }
         if keys.iter().any(|k| lo.is_some_and(|l| *k < l) || hi.is_some_and(|h| *k >= h)) {
-            return Ok(Err("a key lies outside its parent's separators".into()));
+            return Ok(Err(Broken::OutsideSeparators));
         }
         let BNode::Inner { kids, .. } = Self::n(p) else { return Ok(Ok(depth)) };
         if len == 0 {
-            return Ok(Err("an inner node without separators".into()));
+            return Ok(Err(Broken::NoSeparators));
         }
         let mut leaves = None;
         for i in 0..=len {
             let Some(c) = self.tx.read(&kids[i])? else {
-                return Ok(Err("an inner node lacks a child".into()));
+                return Ok(Err(Broken::MissingChild));
             };
             let (l, h) = (if i == 0 { lo } else { Some(keys[i - 1]) }, if i == len { hi } else { Some(keys[i]) });
             match self.check(c, l, h, depth + 1)? {
                 Err(e) => return Ok(Err(e)),
-                Ok(d) if leaves.is_some_and(|x| x != d) => return Ok(Err("leaves at different depths".into())),
+                Ok(d) if leaves.is_some_and(|x| x != d) => return Ok(Err(Broken::UnevenLeaves)),
                 Ok(d) => leaves = Some(d),
             }
         }
@@ -479,7 +480,7 @@ where
     ///
     /// The transaction's signal (outer `Result`); the broken invariant
     /// (inner `Result`).
-    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
+    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, Broken>, TxError> {
         if let Some(r) = tx.read(&self.root)? {
             if let Err(e) = self.bt(tx).check(r, None, None, 0)? {
                 return Ok(Err(e));

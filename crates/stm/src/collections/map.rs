@@ -3,6 +3,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use super::Broken;
 use super::{Link, node};
 use crate::error::TxError;
 use crate::tvar::TVar;
@@ -386,21 +387,21 @@ where
 
     /// Checks the red-black and search-tree invariants and the parent
     /// links; returns the black height.
-    fn check(&mut self, p: Option<P<K, V>>, lo: Option<K>, hi: Option<K>) -> Result<Result<usize, String>, TxError> {
+    fn check(&mut self, p: Option<P<K, V>>, lo: Option<K>, hi: Option<K>) -> Result<Result<usize, Broken>, TxError> {
         let Some(p) = p else { return Ok(Ok(1)) };
         let k = Self::n(p).key;
         if lo.is_some_and(|lo| k <= lo) || hi.is_some_and(|hi| k >= hi) {
-            return Ok(Err("keys out of order".into()));
+            return Ok(Err(Broken::KeysOutOfOrder));
         }
         let red = self.is_red(Some(p))?;
         let mut heights = [0; 2];
         for (i, d) in [Dir::Left, Dir::Right].into_iter().enumerate() {
             let c = self.child(Some(p), d)?;
             if c.is_some() && self.parent(c)? != Some(p) {
-                return Ok(Err("a child's parent link does not point back".into()));
+                return Ok(Err(Broken::ParentLink));
             }
             if red && self.is_red(c)? {
-                return Ok(Err("a red node has a red child".into()));
+                return Ok(Err(Broken::RedRed));
             }
             let (clo, chi) = if d == Dir::Left { (lo, Some(k)) } else { (Some(k), hi) };
             match self.check(c, clo, chi)? {
@@ -409,7 +410,7 @@ where
             }
         }
         if heights[0] != heights[1] {
-            return Ok(Err("black heights differ".into()));
+            return Ok(Err(Broken::BlackHeights));
         }
         Ok(Ok(heights[0] + usize::from(!red)))
     }
@@ -554,14 +555,14 @@ where
     ///
     /// The transaction's signal (outer `Result`); the broken invariant
     /// (inner `Result`).
-    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
+    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, Broken>, TxError> {
         let mut rb = self.rb(tx);
         let r = rb.root()?;
         if rb.is_red(r)? {
-            return Ok(Err("the root is red".into()));
+            return Ok(Err(Broken::RedRoot));
         }
         if r.is_some() && rb.parent(r)?.is_some() {
-            return Ok(Err("the root has a parent".into()));
+            return Ok(Err(Broken::RootParent));
         }
         if let Err(e) = rb.check(r, None, None)? {
             return Ok(Err(e));

@@ -61,6 +61,7 @@
 //! None of them keeps a size counter: it would make every pair of updates
 //! conflict. `len` walks the structure.
 
+mod broken;
 mod btree;
 mod hash;
 mod list;
@@ -70,6 +71,7 @@ mod ordered_tests;
 mod queue;
 mod skiplist;
 
+pub use broken::Broken;
 pub use btree::{BTreeIntoIter, BTreeIterMut, TBTreeMap};
 pub use hash::{FxBuildHasher, FxHasher, HashIntoIter, HashIterMut, THashMap};
 pub use list::{ListIntoIter, ListIterMut, TList};

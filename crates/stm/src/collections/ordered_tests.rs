@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{TBTreeMap, TSkipMap};
+use crate::collections::Broken;
 use crate::{Tx, TxError, atomically};
 
 /// The ordered maps' API on `u64` keys and values.
@@ -16,7 +17,7 @@ pub(super) trait OrderedMap: Sync {
     fn len<'t>(&'t self, tx: &mut Tx<'t>) -> Result<usize, TxError>;
     fn is_empty<'t>(&'t self, tx: &mut Tx<'t>) -> Result<bool, TxError>;
     fn to_vec<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Vec<(u64, u64)>, TxError>;
-    fn verify<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Result<usize, String>, TxError>;
+    fn verify<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Result<usize, Broken>, TxError>;
 }
 
 macro_rules! ordered_map {
@@ -46,7 +47,7 @@ macro_rules! ordered_map {
             fn to_vec<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Vec<(u64, u64)>, TxError> {
                 $t::to_vec(self, tx)
             }
-            fn verify<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Result<usize, String>, TxError> {
+            fn verify<'t>(&'t self, tx: &mut Tx<'t>) -> Result<Result<usize, Broken>, TxError> {
                 $t::verify(self, tx)
             }
         }

@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use super::Broken;
 use super::Link;
 use crate::error::TxError;
 use crate::tvar::TVar;
@@ -433,14 +434,14 @@ where
     }
 
     /// See [`TSkipMap::verify`].
-    fn check(&mut self) -> Result<Result<usize, String>, TxError> {
+    fn check(&mut self) -> Result<Result<usize, Broken>, TxError> {
         let top = self.tx.read(&*self.map.top)?;
         if top > MAX_LEVEL {
-            return Ok(Err(format!("the top level is {top}, above the most, {MAX_LEVEL}")));
+            return Ok(Err(Broken::TopTooHigh { top, max: MAX_LEVEL }));
         }
         for l in top..MAX_LEVEL {
             if self.tx.read(&self.map.head[l])?.is_some() {
-                return Ok(Err(format!("level {l} holds nodes but lies above the top level {top}")));
+                return Ok(Err(Broken::AboveTop { level: l, top }));
             }
         }
         // Level 0 holds every node, in strictly ascending key order (which
@@ -449,11 +450,11 @@ where
         let mut link = &self.map.head[0];
         while let Some(p) = self.tx.read(link)? {
             if nodes.last().is_some_and(|&q| Self::key(q) >= Self::key(p)) {
-                return Ok(Err("level 0 is not in strictly ascending key order".into()));
+                return Ok(Err(Broken::LevelOrder { level: 0 }));
             }
             let lv = Self::level(p);
             if lv == 0 || lv > top {
-                return Ok(Err(format!("a node has {lv} level(s), outside 1..={top} (the top level)")));
+                return Ok(Err(Broken::NodeLevels { levels: lv, top }));
             }
             nodes.push(p);
             link = &Self::forward(p)[0];
@@ -472,20 +473,20 @@ where
                     None => nodes.len(),
                     Some(p) => match index.get(&p.addr()) {
                         Some(&i) => i,
-                        None => return Ok(Err(format!("level {l} links a node that level 0 does not hold"))),
+                        None => return Ok(Err(Broken::Stray { level: l })),
                     },
                 };
                 if at < from {
-                    return Ok(Err(format!("level {l} is not in strictly ascending key order")));
+                    return Ok(Err(Broken::LevelOrder { level: l }));
                 }
                 if let Some(&q) = nodes[from..at].iter().find(|&&q| Self::level(q) > l) {
                     let lv = Self::level(q);
-                    return Ok(Err(format!("a node with {lv} level(s) is missing from level {l}")));
+                    return Ok(Err(Broken::Missing { levels: lv, level: l }));
                 }
                 let Some(p) = got else { break };
                 let lv = Self::level(p);
                 if lv <= l {
-                    return Ok(Err(format!("a node with {lv} level(s) is linked on level {l}")));
+                    return Ok(Err(Broken::Extra { levels: lv, level: l }));
                 }
                 from = at + 1;
                 link = &Self::forward(p)[l];
@@ -610,7 +611,7 @@ where
     ///
     /// The transaction's signal (outer `Result`); the broken invariant
     /// (inner `Result`).
-    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, String>, TxError> {
+    pub fn verify<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X) -> Result<Result<usize, Broken>, TxError> {
         self.sl(tx).check()
     }
 }
@@ -741,7 +742,7 @@ mod tests {
     fn verify_names_what_is_broken() {
         // Lists linked by hand with plain stores (exclusive access). Every
         // node stays linked on level 0, so the map's drop frees it.
-        let check = |m: &TSkipMap<u32, u32>| atomically(|tx| m.verify(tx));
+        let check = |m: &TSkipMap<u32, u32>| atomically(|tx| m.verify(tx)).map_err(|e| e.to_string());
         let (a, b) = (hand_made::<2>(1), hand_made::<1>(2));
 
         let m: TSkipMap<u32, u32> = TSkipMap::new();
