@@ -385,7 +385,14 @@ impl Drop for ShadowTx<'_> {
 // through the variable's address, so a variable that dies early costs at
 // most a stale log entry (a wrong value in a speculative run, which is
 // allowed), never a store to freed memory.
-impl<'tcell> TxOps<'tcell> for ShadowTx<'_> {
+// SAFETY: the trait's four conditions: (1) `read` returns the shadow's own
+// log entry for the word (what it wrote) or one atomic load of the word;
+// (2) the shadow takes an epoch guard in `begin` and drops it only in
+// `end_inner`, after its last operation, so no object reachable since the
+// shadow began is deallocated meanwhile, and its private objects are freed
+// only when it ends; (3) `alloc` boxes the value with `TPtr::from_box`;
+// (4) `free` deallocates nothing.
+unsafe impl<'tcell> TxOps<'tcell> for ShadowTx<'_> {
     #[inline]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
         self.charge()?;

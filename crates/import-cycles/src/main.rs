@@ -280,6 +280,19 @@ mod tests {
         assert_eq!(r.circles[0].modules[0].1, [PathBuf::from("src/lib.rs")]);
     }
 
+    /// A file included with `#[path]` finds its own `mod x;` children
+    /// beside it, as rustc does (crates/stm's `bank_numa_alloc` includes
+    /// `bank.rs`, whose `mod common;` is `tests/common/mod.rs`).
+    #[test]
+    fn a_file_named_by_path_has_its_children_beside_it() {
+        let r = check(&[
+            ("src/lib.rs", "#[path = \"other.rs\"]\nmod other;\n"),
+            ("src/other.rs", "mod common;\n"),
+            ("src/common/mod.rs", "pub fn f() {}\n"),
+        ]);
+        assert!(r.missing.is_empty(), "{r:#?}");
+    }
+
     #[test]
     fn missing_module_files_are_reported() {
         let r = check(&[("src/lib.rs", "mod gone;\n")]);

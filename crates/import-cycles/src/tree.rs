@@ -185,6 +185,7 @@ impl Crate {
                     }
                     match toks.get(i + 2).map(|t| &t.kind) {
                         Some(Kind::Punct(';')) => {
+                            let by_path = path_attr.is_some();
                             let candidates = match path_attr.take() {
                                 Some(p) if frames.len() == 1 => vec![file_dir.join(p)],
                                 Some(p) => vec![dir.join(p)],
@@ -192,7 +193,13 @@ impl Crate {
                             };
                             match candidates.iter().find_map(|p| read(p).ok().map(|s| (p, s))) {
                                 Some((p, s)) => {
-                                    let sub = if p.file_name().is_some_and(|f| f == "mod.rs") {
+                                    // A file named by `#[path]` is read as rustc
+                                    // reads it: as a `mod.rs`, its own `mod x;`
+                                    // children beside it (a test target that
+                                    // includes another's root, `#[path =
+                                    // "bank.rs"] mod bank;`, finds that root's
+                                    // `mod common;` where the other does).
+                                    let sub = if by_path || p.file_name().is_some_and(|f| f == "mod.rs") {
                                         p.parent().unwrap_or(Path::new("")).to_path_buf()
                                     } else {
                                         p.with_extension("")

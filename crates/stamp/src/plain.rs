@@ -83,7 +83,14 @@ impl Drop for UninstrumentedTx {
 }
 
 // Any `'tcell`: writes store at once, through a borrow that is live.
-impl<'tcell> TxOps<'tcell> for UninstrumentedTx {
+// SAFETY: the trait's four conditions hold for a transaction that runs
+// alone (the sequential versions' only thread, which `UninstrumentedTx`'s
+// constructor contract requires): (1) `read` loads the word, whose last
+// store was a commit's or this transaction's own write; (2) nothing is
+// deallocated before the operation ends (`free` defers to `end`); (3)
+// `alloc` boxes the value with `TPtr::from_box`; (4) `free` deallocates at
+// the end of the operation, once no transaction can run.
+unsafe impl<'tcell> TxOps<'tcell> for UninstrumentedTx {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
         Ok(T::from_word(var.cell().load(Ordering::Relaxed)))

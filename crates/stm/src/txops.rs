@@ -79,7 +79,57 @@ use crate::word::{TPtr, Word};
 /// assert!(!atomically(|tx| transfer(tx, &a, &b, 3)));
 /// assert_eq!((a.load(), b.load()), (2, 3));
 /// ```
-pub trait TxOps<'tcell> {
+///
+/// # Safety
+///
+/// Implementing the trait is `unsafe` because the code written against it
+/// trusts it with memory: the collections (and any skeleton's `process`)
+/// dereference the [`TPtr`]s that `read` returns from their links, and
+/// hand objects to `alloc` and `free`, with no check of their own. Safe
+/// code could otherwise implement `read` to return any word and make a
+/// collection follow a dangling or made-up pointer. An implementation
+/// promises, for each transaction it runs (from its first operation until
+/// it ends: commits, aborts, or is dropped):
+///
+/// 1. `read(var)` returns a word that `var` held at some moment since the
+///    transaction began, or the last word this transaction passed to
+///    `write(var, _)`;
+/// 2. no object that was reachable from shared memory at some moment since
+///    the transaction began, nor any object its `alloc` returned, is
+///    deallocated before the transaction ends (the STM's own [`Tx`](crate::Tx)
+///    announces itself to the epoch reclamation; a speculative reader holds
+///    an [`EpochGuard`](crate::EpochGuard) for its whole run; a runner that
+///    is the only thread frees nothing before the operation ends);
+/// 3. `alloc(value)` returns a pointer to `value` in an allocation made as
+///    [`TPtr::from_box`] makes one;
+/// 4. `free(ptr)` deallocates `ptr` only as its own contract allows, and
+///    never while condition 2 protects it for any transaction.
+///
+/// An implementation that does not say `unsafe impl` does not compile:
+///
+/// ```compile_fail,E0200
+/// use skelaff_stm::{TPtr, TVar, TxError, TxOps, Word};
+///
+/// struct Liar;
+/// impl<'t> TxOps<'t> for Liar {
+///     fn read<T: Word>(&mut self, _: &'t TVar<T>) -> Result<T, TxError> {
+///         Ok(T::from_word(0x1000)) // a made-up pointer for a collection to follow
+///     }
+///     fn write<T: Word>(&mut self, _: &'t TVar<T>, _: T) -> Result<(), TxError> {
+///         Ok(())
+///     }
+///     fn alloc<T: Send + Sync + 'static>(&mut self, v: T) -> Result<TPtr<T>, TxError> {
+///         Ok(TPtr::from_box(Box::new(v)))
+///     }
+///     unsafe fn free<T: Send + Sync + 'static>(&mut self, _: TPtr<T>) -> Result<(), TxError> {
+///         Ok(())
+///     }
+///     fn retry(&mut self) -> TxError {
+///         TxError::Retry
+///     }
+/// }
+/// ```
+pub unsafe trait TxOps<'tcell> {
     /// Reads `var` as of the transaction's snapshot (or the value it wrote).
     ///
     /// `var` is borrowed for `'tcell`, which outlives the transaction: the

@@ -810,7 +810,9 @@ mod direct {
     #[derive(Default)]
     struct Direct(Vec<ErasedBox>);
 
-    impl TxOps<'_> for Direct {
+    // SAFETY: one thread, no transaction beside it: reads load what the
+    // last write stored; frees wait for the end of the operation (`Drop`).
+    unsafe impl TxOps<'_> for Direct {
         fn read<T: Word>(&mut self, var: &TVar<T>) -> Result<T, TxError> {
             Ok(T::from_word(var.cell().load(Ordering::Relaxed)))
         }

@@ -554,7 +554,18 @@ impl Drop for TxCore {
     }
 }
 
-impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
+// SAFETY: the trait's four conditions: (1) every read returns either the
+// write set's entry for the word or a value loaded between two equal loads
+// of its unlocked lock at a version within the snapshot (`TxState::read`,
+// `read_unlogged`, `read_solo` under the gate), so a value the word held
+// since the attempt began; (2) the attempt is announced to the epoch
+// reclamation before its first read (`begin_first`) and withdrawn only
+// when it ends, and objects freed by commits are deallocated only after
+// every attempt announced before their retirement has ended; (3) `alloc`
+// boxes the value (`TPtr::from_box`) and drops it only if the attempt
+// aborts, when nothing else can have reached it; (4) `free` only records
+// the object; a commit retires it to the same reclamation.
+unsafe impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &'tcell TVar<T>) -> Result<T, TxError> {
         let core = &mut self.core;
