@@ -81,9 +81,10 @@ pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
 /// costs what it cost before growth existed, plus one plain load of the
 /// root pointer and one comparison.
 ///
-/// - [`THashMap::new`] starts with 16 buckets; [`with_buckets(n)`]
-///   (THashMap::with_buckets) with `n` rounded up to a power of two: give
-///   the expected number of entries to skip the doublings.
+/// - [`THashMap::new`] starts with 16 buckets;
+///   [`with_buckets(n)`](THashMap::with_buckets) with `n` rounded up to a
+///   power of two: give the expected number of entries to skip the
+///   doublings.
 /// - [`with_fixed_buckets(n)`](THashMap::with_fixed_buckets) never grows:
 ///   for a bounded key set sized up front, where no insert may ever turn
 ///   into a resize (a worst-case latency bound).
@@ -91,8 +92,9 @@ pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
 /// - Keys whose hashes collide in every bit cannot be split: after a
 ///   doubling that leaves a chain as long as before, the bound doubles, so
 ///   such keys cost one doubling each time their number doubles, not one
-///   per insert. Use a better hasher ([`with_buckets_and_hasher`]
-///   (THashMap::with_buckets_and_hasher)) if keys may be adversarial.
+///   per insert. Use a better hasher
+///   ([`with_buckets_and_hasher`](THashMap::with_buckets_and_hasher)) if
+///   keys may be adversarial.
 ///
 /// # Examples
 ///
@@ -117,7 +119,7 @@ pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
 /// ```
 pub struct THashMap<K, V, S = FxBuildHasher> {
     /// The current table: loaded plainly on every operation, read
-    /// transactionally after a [`MOVED`](table) head, written by a resize.
+    /// transactionally after a moved bucket head, written by a resize.
     root: TVar<TPtr<Table<K, V>>>,
     hasher: S,
     _owns: PhantomData<Table<K, V>>,
