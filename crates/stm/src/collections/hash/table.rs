@@ -82,11 +82,13 @@ pub(super) fn is_moved<N>(head: Option<TPtr<N>>) -> bool {
 pub(super) struct Table<K, V> {
     pub(super) buckets: Box<[Link<HNode<K, V>>]>,
     /// An insert that walks a chain this long doubles the table
-    /// ([`FIXED`]: never). Normally [`CHAIN_BOUND`]; a doubling that left
-    /// a chain at least as long as its old table's bound (keys whose hashes
-    /// collide in every bit, not a full table) sets the new table's to
-    /// twice that chain, so colliding keys cost one doubling each time
-    /// their number doubles rather than one per insert.
+    /// ([`FIXED`]: never). Normally [`CHAIN_BOUND`]; a doubling whose
+    /// longest chain is as long as the old table's longest (keys whose
+    /// hashes collide in every bit: a split cannot shorten their chain)
+    /// sets the new table's to twice that chain, so colliding keys cost
+    /// one doubling each time their number doubles rather than one per
+    /// insert. (A few such keys among many good ones raise the bound for
+    /// the whole table until a doubling shortens the longest chain again.)
     pub(super) bound: usize,
 }
 
@@ -138,7 +140,8 @@ where
     let n = old_t.buckets.len();
     let Some(n2) = n.checked_mul(2).filter(|&n2| n2 <= isize::MAX as usize / 64) else { return Ok(false) };
     let mut heads: Vec<Option<TPtr<HNode<K, V>>>> = vec![None; n2];
-    let mut longest = 0;
+    // The longest chain before and after the split.
+    let (mut longest_old, mut longest) = (0, 0);
     for (i, b) in old_t.buckets.iter().enumerate() {
         let head = tx.read(b)?;
         if is_moved(head) {
@@ -175,10 +178,13 @@ where
                 tx.write(unsafe { &node(t).next }, None)?;
             }
         }
+        longest_old = longest_old.max(lens[0] + lens[1]);
         longest = longest.max(lens[0]).max(lens[1]);
         tx.write(b, moved())?;
     }
-    let bound = if longest >= old_t.bound { longest.saturating_mul(2) } else { CHAIN_BOUND };
+    // A split that shortened no chain (keys whose hashes collide in every
+    // bit) backs off; one that did brings the bound back to normal.
+    let bound = if longest >= longest_old { longest.saturating_mul(2).max(CHAIN_BOUND) } else { CHAIN_BOUND };
     let new = tx.alloc(Table::new(n2, bound))?;
     // SAFETY: allocated by the running transaction: alive until it ends
     // (dropped at once if it aborts, after which nothing uses it).
