@@ -4,7 +4,7 @@ use core::fmt;
 use core::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use core::marker::PhantomData;
 
-use self::table::{CHAIN_BOUND, FIXED, HNode, Table, grow, is_moved};
+use self::table::{CHAIN_BOUND, FIXED, HNode, Table, grow, is_moved, overfull};
 use super::{Link, node};
 use crate::error::TxError;
 use crate::runtime::guard::epoch_guard;
@@ -68,10 +68,11 @@ pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
 ///
 /// # Growth and its cost
 ///
-/// An insert that walks a chain of 8 entries or more (with a uniform hash,
-/// that happens around one entry per bucket: near a load of 1 in a large
-/// table, 3 in a small one) doubles the bucket array in its own
-/// transaction: it reads every entry, relinks each chain into its two
+/// An insert that walks a chain of 8 entries or more, in a table that
+/// holds 2 entries a bucket or more (counted over 64 buckets from its
+/// own), doubles the bucket array in its own transaction (so a map that
+/// grows runs at 1 to 2 entries a bucket, and one sized for its entries
+/// with [`with_buckets`](THashMap::with_buckets) never doubles): it reads every entry, relinks each chain into its two
 /// halves, marks every old bucket as moved and publishes the new array
 /// (see the `table` module's docs for the protocol). That one transaction
 /// reads and writes O(buckets + entries) words and conflicts with every
@@ -323,7 +324,7 @@ where
     ///
     /// The transaction's signal; propagate it with `?`.
     pub fn insert<'t, X: TxOps<'t> + ?Sized>(&'t self, tx: &mut X, k: K, v: V) -> Result<Option<V>, TxError> {
-        let h = self.hasher.hash_one(&k);
+        let h = self.hasher.hash_one(k);
         let (t, mut b, mut first) = self.head(tx, h)?;
         let mut cur = first;
         let mut walked = 0usize;
@@ -342,7 +343,10 @@ where
         }
         // SAFETY: `t` was loaded in the running transaction.
         if walked >= unsafe { t.get() }.bound {
-            (_, b, first) = self.grow_then_head(tx, t, h)?;
+            // SAFETY: as above.
+            if unsafe { overfull(tx, t, h)? } {
+                (_, b, first) = self.grow_then_head(tx, t, h)?;
+            }
         }
         let fresh = tx.alloc(HNode { key: k, next: TVar::new(first), value: TVar::new(v) })?;
         tx.write(b, Some(fresh))?;

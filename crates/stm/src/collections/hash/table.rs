@@ -49,10 +49,11 @@ pub(super) struct HNode<K, V> {
     pub(super) value: TVar<V>,
 }
 
-/// The chain length at which an insert doubles the table (when a doubling
-/// split chains as it should; see [`Table::bound`]). With a uniform hash,
-/// a chain of 8 appears among a million buckets once the load is near 1,
-/// and among 16 buckets near 3.
+/// The chain length at which an insert doubles the table, if the table
+/// is also fuller than [`GROW_LOAD`] (and a doubling splits chains as it
+/// should; see [`Table::bound`]). With a uniform hash, a chain of 8
+/// appears among a million buckets once the load is near 1, and among 16
+/// buckets near 3.
 pub(super) const CHAIN_BOUND: usize = 8;
 
 /// The bound of a table that never grows.
@@ -113,6 +114,59 @@ impl<K, V> Table<K, V> {
     }
 }
 
+/// How many buckets [`overfull`] counts.
+const SAMPLE: usize = 64;
+
+/// The load (entries per bucket) at which a table with a long chain
+/// doubles. A map sized for its entries (`with_buckets(n)` for about `n`)
+/// stays below it, so the occasional chain of 8 at load 1 (a few per
+/// million buckets) does not double a table its user sized right.
+pub(super) const GROW_LOAD: usize = 2;
+
+/// Whether the table looks fuller than [`GROW_LOAD`]: the entries in
+/// [`SAMPLE`] buckets from the one of hash `h` on (all of a smaller
+/// table), read in the running transaction.
+///
+/// # Safety
+///
+/// `t` was loaded from the map's root in the running transaction.
+#[cold]
+#[inline(never)]
+pub(super) unsafe fn overfull<'t, K, V, X>(tx: &mut X, t: TPtr<Table<K, V>>, h: u64) -> Result<bool, TxError>
+where
+    K: Send + Sync + 'static,
+    V: Word + Send + Sync,
+    X: TxOps<'t> + ?Sized,
+{
+    // SAFETY: the caller's contract.
+    let t: &'t Table<K, V> = unsafe { t.get() };
+    let n = t.buckets.len();
+    let sample = n.min(SAMPLE);
+    let want = sample * GROW_LOAD;
+    let mut count = 0;
+    for i in 0..sample {
+        let b = &t.buckets[(h as usize).wrapping_add(i) & (n - 1)];
+        let mut cur = tx.read(b)?;
+        if is_moved(cur) {
+            // Replaced in this snapshot: `grow` sees it too and stops.
+            return Ok(true);
+        }
+        while let Some(p) = cur {
+            count += 1;
+            if count >= want {
+                return Ok(true);
+            }
+            // SAFETY: read in the running transaction.
+            cur = tx.read(unsafe { &node(p).next })?;
+        }
+    }
+    Ok(false)
+}
+
+/// The last node of a half-chain being built, and its successor in the
+/// old chain.
+type Tail<K, V> = Option<(TPtr<HNode<K, V>>, Option<TPtr<HNode<K, V>>>)>;
+
 /// Doubles the table `old`, that the transaction reached from `root` (see
 /// the module docs). Returns `Ok(false)` without doing anything when `old`
 /// was already replaced in this transaction's snapshot or cannot double.
@@ -152,7 +206,7 @@ where
         // Split the chain into bucket `i` (bit `n` of the hash clear) and
         // `i + n` (set), in order. Per half: its last node so far, and
         // that node's old successor.
-        let mut tails: [Option<(TPtr<HNode<K, V>>, Option<TPtr<HNode<K, V>>>)>; 2] = [None, None];
+        let mut tails: [Tail<K, V>; 2] = [None, None];
         let mut lens = [0usize; 2];
         let mut cur = head;
         while let Some(p) = cur {
