@@ -329,3 +329,25 @@ fn owned_access_after_growth() {
     all.sort_unstable();
     assert_eq!(all, (0..2000).map(|k| (k, 7)).collect::<Vec<_>>());
 }
+
+/// A map sized for its entries (`with_buckets(n)`, then `n` keys: a load
+/// of 1, where a few chains of 8 appear) never doubles.
+#[test]
+fn a_map_sized_for_its_entries_does_not_double() {
+    const N: usize = 1 << 18;
+    let mut m = THashMap::<u64, u64>::with_buckets(N);
+    let mut rng = Rng(7);
+    let keys: Vec<u64> = (0..N).map(|_| rng.next()).collect();
+    for chunk in keys.chunks(1024) {
+        atomically(|tx| {
+            for &k in chunk {
+                m.insert(tx, k, 1)?;
+            }
+            Ok(())
+        });
+    }
+    let (longest, entries) = m.chain_stats();
+    assert_eq!(entries, N);
+    assert!(longest >= 8, "no chain of 8 (longest {longest}): the test does not reach the growth bound");
+    assert_eq!(m.buckets(), N, "a map sized for its entries doubled");
+}
