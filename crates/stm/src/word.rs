@@ -105,6 +105,53 @@ use core::ptr::NonNull;
 /// assert_eq!(Pair::from_word(Pair(7, 9).to_word()), Pair(7, 9));
 /// assert_eq!(f64::from_word((-1.5f64).to_word()), -1.5);
 /// ```
+///
+/// A small struct with named fields as a [`THashMap`](crate::THashMap)
+/// value: pack the fields into one word by hand (`#[derive(Word)]` takes
+/// one field only). Here 16 bits of seats and 32 of price; `from_word`
+/// takes each field's bits back, so it is total (any word decodes to some
+/// value). The map stores the word in the entry's `TVar`, so reading or
+/// replacing a value is one transactional word, and two orders for
+/// different events never conflict.
+///
+/// ```
+/// use skelaff_stm::{atomically, THashMap, Word};
+///
+/// #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// struct Offer {
+///     seats: u16,
+///     price_cents: u32,
+/// }
+///
+/// impl Word for Offer {
+///     fn to_word(self) -> u64 {
+///         // Bits 0-15: seats; bits 16-47: price.
+///         u64::from(self.seats) | (u64::from(self.price_cents) << 16)
+///     }
+///     fn from_word(w: u64) -> Self {
+///         Offer { seats: w as u16, price_cents: (w >> 16) as u32 }
+///     }
+/// }
+///
+/// let offers: THashMap<u32, Offer> = THashMap::new();
+/// atomically(|tx| offers.insert(tx, 17, Offer { seats: 120, price_cents: 4_950 }));
+///
+/// // Sell 4 seats of event 17, if it has them: read, change, write back.
+/// let sold = atomically(|tx| {
+///     let Some(mut o) = offers.get(tx, &17)? else { return Ok(false) };
+///     if o.seats < 4 {
+///         return Ok(false);
+///     }
+///     o.seats -= 4;
+///     offers.insert(tx, 17, o)?;
+///     Ok(true)
+/// });
+/// assert!(sold);
+/// assert_eq!(atomically(|tx| offers.get(tx, &17)), Some(Offer { seats: 116, price_cents: 4_950 }));
+/// // Every field survives the round trip, at its extremes too.
+/// let max = Offer { seats: u16::MAX, price_cents: u32::MAX };
+/// assert_eq!(Offer::from_word(max.to_word()), max);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a `Word`: a `TVar` holds only values that fit in one 64-bit word",
     label = "not one transactional word",

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`TMap`] | ordered map, red-black tree with parent links | STAMP's `rbtree` |
 //! | [`TBTreeMap`] | ordered map, copy-on-write B+tree (16 keys a node) | read-mostly maps |
-//! | [`THashMap`] | hash map, fixed power-of-two bucket array of chains | TinySTM intset `hs` |
+//! | [`THashMap`] | hash map, power-of-two bucket array of chains, doubled as it fills | TinySTM intset `hs` |
 //! | [`TList`] | ordered map, sorted singly linked list | TinySTM intset `ll` |
 //! | [`TSkipMap`] | ordered map, skip list (up to 32 levels, probability 1/2) | TinySTM intset `sl` |
 //! | [`TQueue`] | FIFO queue, linked, head and tail | STAMP's `queue` |

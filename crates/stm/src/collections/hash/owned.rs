@@ -6,7 +6,8 @@ use core::hash::{BuildHasher, Hash};
 use core::iter::FusedIterator;
 use core::marker::PhantomData;
 
-use super::{HNode, THashMap};
+use super::THashMap;
+use super::table::{HNode, Table};
 use crate::collections::{Link, LinkMut};
 use crate::tvar::TVar;
 use crate::word::{TPtr, Word};
@@ -36,9 +37,8 @@ where
     /// assert!(m.get_mut(&2).is_none());
     /// ```
     pub fn get_mut(&mut self, k: &K) -> Option<&mut TVar<V>> {
-        let h = self.hasher.hash_one(k) as usize;
-        let n = self.buckets.len();
-        let mut cur = self.buckets[h & (n - 1)].get_mut_raw();
+        let h = self.hasher.hash_one(k);
+        let mut cur = TPtr::<HNode<K, V>>::from_addr(self.table_mut().bucket(h).load_word() as usize);
         while let Some(p) = cur {
             // SAFETY: `&mut self` for the returned lifetime: no transaction
             // runs on the map, so every linked node is alive and no other
@@ -71,12 +71,43 @@ where
     /// assert_eq!(atomically(|tx| m.len(tx)), 0);
     /// ```
     pub fn drain(&mut self) -> HashIntoIter<K, V> {
-        let empty = (0..self.buckets.len()).map(|_| TVar::new(None)).collect();
-        HashIntoIter::new(core::mem::replace(&mut self.buckets, empty))
+        let t = self.table_mut();
+        let empty = (0..t.buckets.len()).map(|_| TVar::new(None)).collect();
+        HashIntoIter::new(core::mem::replace(&mut t.buckets, empty))
+    }
+
+    /// The longest chain and the number of entries, through exclusive
+    /// access: a statistic for tests of growth.
+    #[doc(hidden)]
+    pub fn chain_stats(&mut self) -> (usize, usize) {
+        let (mut longest, mut entries) = (0, 0);
+        for b in self.table_mut().buckets.iter_mut() {
+            let mut len = 0;
+            let mut cur = b.get_mut_raw();
+            while let Some(p) = cur {
+                len += 1;
+                // SAFETY: `&mut self`: no transaction runs on the map, so
+                // every linked node is alive; the reference ends here.
+                cur = TPtr::from_addr(unsafe { p.get() }.next.load_word() as usize);
+            }
+            longest = longest.max(len);
+            entries += len;
+        }
+        (longest, entries)
     }
 }
 
 impl<K, V, S> THashMap<K, V, S> {
+    /// The current table, through exclusive access.
+    fn table_mut(&mut self) -> &mut Table<K, V> {
+        let p = self.root.word_mut() as usize as *mut Table<K, V>;
+        // SAFETY: the root always points at a live table that belongs to
+        // the map (see `THashMap::table`); `&mut self` for the returned
+        // lifetime: no transaction runs on the map, and no other reference
+        // to the table is made while this one lives.
+        unsafe { &mut *p }
+    }
+
     /// Every entry, with its value's variable, in no particular order,
     /// through exclusive access (no transaction can run on the map while
     /// it is borrowed mutably, so none is needed: plain loads, no read set,
@@ -104,7 +135,7 @@ impl<K, V, S> THashMap<K, V, S> {
     /// assert_eq!(all, [(0, 0), (1, 2), (2, 4), (3, 6), (4, 8)]);
     /// ```
     pub fn iter_mut(&mut self) -> HashIterMut<'_, K, V> {
-        HashIterMut { buckets: self.buckets.iter_mut(), cur: None, _map: PhantomData }
+        HashIterMut { buckets: self.table_mut().buckets.iter_mut(), cur: None, _map: PhantomData }
     }
 }
 
@@ -117,7 +148,7 @@ impl<K, V: Word, S> IntoIterator for THashMap<K, V, S> {
     fn into_iter(mut self) -> HashIntoIter<K, V> {
         // The map is dropped with no buckets, so it frees nothing: every
         // node now belongs to the iterator.
-        HashIntoIter::new(core::mem::take(&mut self.buckets))
+        HashIntoIter::new(core::mem::take(&mut self.table_mut().buckets))
     }
 }
 
