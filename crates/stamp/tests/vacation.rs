@@ -13,8 +13,9 @@ use std::process::ExitCode;
 use skelaff_stamp::app::main_for;
 use skelaff_stamp::figures::VacationFigures;
 use skelaff_stamp::vacation::{
-    BadTables, Kind, SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables,
+    BadTables, BrokenTable, Kind, SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables,
 };
+use skelaff_stamp::CheckFailed;
 use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -189,6 +190,25 @@ fn the_check_catches_corrupted_tables() {
 
 /// Whether a failure is the one a corruption must give.
 type Expected = Box<dyn Fn(&BadTables) -> bool>;
+
+#[test]
+fn a_failed_check_is_printed_and_serialised_with_its_causes() {
+    let mut o = Vacation::run(&small(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
+    assert!(o.passed(), "{:?}", o.check);
+    // A broken tree, as reading the tables back would report it: the stm's
+    // typed invariant is the cause of the cause.
+    let broken = BrokenTable { table: "car", invariant: skelaff_stm::collections::Broken::RedRoot };
+    o.check = Err(CheckFailed::new(Vacation::NAME, BadTables::Broken(broken.clone())));
+    let failed = o.check.as_ref().unwrap_err();
+    assert_eq!(failed.app(), "vacation");
+    assert_eq!(failed.failure::<BadTables>(), Some(&BadTables::Broken(broken)));
+    let line = "the tables cannot be read back: the car table's tree is broken: the root is red";
+    assert_eq!(failed.with_causes(), line);
+    assert!(!o.passed());
+    assert!(o.to_string().ends_with(&format!("vacation: check FAILED: {line}\n")), "{o}");
+    let json = o.to_json();
+    assert_eq!((json["check_passed"].as_bool(), json["check"].as_str()), (Some(false), Some(line)));
+}
 
 #[test]
 fn bad_flags_are_errors_not_panics() {
