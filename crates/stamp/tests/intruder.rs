@@ -95,21 +95,17 @@ fn the_check_fails_on_corrupted_results() {
     let mut missed = d.clone();
     missed.verdicts[attack] = Verdict::Clean;
     let (flagged, attacks) = (d.flagged().len(), stream.attacks().len());
-    assert_eq!(problems(&stream, &missed), [FlowProblem::Flagged {
-        flagged: flagged - 1,
-        attacks,
-        missed: vec![attack as u32],
-        extra: vec![]
-    }]);
+    assert_eq!(
+        problems(&stream, &missed),
+        [FlowProblem::Flagged { flagged: flagged - 1, attacks, missed: vec![attack as u32], extra: vec![] }]
+    );
 
     let mut extra = d.clone();
     extra.verdicts[clean] = Verdict::Attack;
-    assert_eq!(problems(&stream, &extra), [FlowProblem::Flagged {
-        flagged: flagged + 1,
-        attacks,
-        missed: vec![],
-        extra: vec![clean as u32]
-    }]);
+    assert_eq!(
+        problems(&stream, &extra),
+        [FlowProblem::Flagged { flagged: flagged + 1, attacks, missed: vec![], extra: vec![clean as u32] }]
+    );
 
     let mut garbled = d.clone();
     garbled.digests[clean] ^= 0x10;
@@ -118,10 +114,13 @@ fn the_check_fails_on_corrupted_results() {
     let mut lost = d.clone();
     lost.digests[clean] = 0;
     lost.verdicts[clean] = Verdict::Pending;
-    assert_eq!(problems(&stream, &lost), [
-        FlowProblem::NeverReassembled { flow: clean },
-        FlowProblem::Undecided { flow: clean, verdict: Verdict::Pending }
-    ]);
+    assert_eq!(
+        problems(&stream, &lost),
+        [
+            FlowProblem::NeverReassembled { flow: clean },
+            FlowProblem::Undecided { flow: clean, verdict: Verdict::Pending }
+        ]
+    );
 
     let mut twice = d.clone();
     twice.verdicts[clean] = Verdict::Duplicate;

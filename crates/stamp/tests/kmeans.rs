@@ -107,7 +107,11 @@ fn the_check_catches_corrupted_clusterings() {
     let mut member = good.clone();
     let i = member.membership.iter().position(|&m| m != member.membership[0]).unwrap();
     member.membership[i] = member.membership[0];
-    assert_eq!(member.compare(&good), Err(BadClustering::Memberships { points: 1, first: i }), "a point in another cluster");
+    assert_eq!(
+        member.compare(&good),
+        Err(BadClustering::Memberships { points: 1, first: i }),
+        "a point in another cluster"
+    );
     assert!(
         matches!(member.check_means(&points), Err(BadClustering::NotTheMean { .. })),
         "the means no longer match the memberships"

@@ -124,12 +124,10 @@ fn the_check_fails_on_corrupted_results() {
     let mut stray = r.clone();
     let free = stray.grid.iter().position(|&v| v == Routing::EMPTY).unwrap();
     stray.grid[free] = Routing::PATH_BASE + a as u32;
-    assert_eq!(problems(&maze, &stray), [RouteProblem::GridDisagrees {
-        cells: 1,
-        first: free,
-        holds: Cell::Path(a as u32),
-        paths_say: Cell::Empty
-    }]);
+    assert_eq!(
+        problems(&maze, &stray),
+        [RouteProblem::GridDisagrees { cells: 1, first: free, holds: Cell::Path(a as u32), paths_say: Cell::Empty }]
+    );
 
     // A routed pair dropped: it could still be routed.
     let mut dropped = r.clone();
@@ -168,10 +166,13 @@ fn the_check_rejects_a_path_through_a_wall() {
     let mut grid = maze.initial_grid();
     grid[1] = Routing::PATH_BASE;
     let through = Routing { paths: vec![Some(vec![0, 1, 2])], grid };
-    assert_eq!(problems(&maze, &through), [
-        RouteProblem::CrossesWall { pair: 0, cell: 1 },
-        RouteProblem::GridDisagrees { cells: 1, first: 1, holds: Cell::Path(0), paths_say: Cell::Wall }
-    ]);
+    assert_eq!(
+        problems(&maze, &through),
+        [
+            RouteProblem::CrossesWall { pair: 0, cell: 1 },
+            RouteProblem::GridDisagrees { cells: 1, first: 1, holds: Cell::Path(0), paths_say: Cell::Wall }
+        ]
+    );
 }
 
 #[test]

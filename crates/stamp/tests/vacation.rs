@@ -10,12 +10,12 @@
 
 use std::process::ExitCode;
 
+use skelaff_stamp::CheckFailed;
 use skelaff_stamp::app::main_for;
 use skelaff_stamp::figures::VacationFigures;
 use skelaff_stamp::vacation::{
     BadTables, BrokenTable, Kind, SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables,
 };
-use skelaff_stamp::CheckFailed;
 use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -142,7 +142,9 @@ fn the_check_catches_corrupted_tables() {
         (
             "free count off",
             Box::new(|s| s.tables[1][0].free += 1),
-            Box::new(|e| matches!(e, BadTables::EntrySum { kind: Kind::Flight, entry } if entry.free == entry.total - entry.used + 1)),
+            Box::new(
+                |e| matches!(e, BadTables::EntrySum { kind: Kind::Flight, entry } if entry.free == entry.total - entry.used + 1),
+            ),
         ),
         (
             "negative price",
@@ -162,7 +164,9 @@ fn the_check_catches_corrupted_tables() {
             Box::new(move |s| {
                 s.tables[held_kind].remove(held_at);
             }),
-            Box::new(move |e| matches!(e, BadTables::Missing { kind, id, holders } if *kind == held && *id == held_id && *holders >= 1)),
+            Box::new(
+                move |e| matches!(e, BadTables::Missing { kind, id, holders } if *kind == held && *id == held_id && *holders >= 1),
+            ),
         ),
         (
             "reservation dropped from a customer",
@@ -175,7 +179,9 @@ fn the_check_catches_corrupted_tables() {
         (
             "customer id out of range",
             Box::new(move |s| s.customers.push((over, Vec::new()))),
-            Box::new(move |e| matches!(e, BadTables::CustomerId { customer, relations: r, .. } if *customer == over && *r == relations)),
+            Box::new(
+                move |e| matches!(e, BadTables::CustomerId { customer, relations: r, .. } if *customer == over && *r == relations),
+            ),
         ),
     ];
     for (what, corrupt, expected) in corruptions {

@@ -517,6 +517,25 @@ mod tests {
             assert!(e.contains(want), "{e:?} should contain {want:?}");
         }
         assert!(matches!(Maze::parse("# nothing\n", "t"), Err(MazeError::NoDimensions { .. })));
+        // Typed: what was wrong, where, and what was expected.
+        assert!(matches!(
+            Maze::parse("d 2 2 1\np 0 0 0 5 0 0\n", "t"),
+            Err(MazeError::Line { line: 2, what: BadLine::Outside { what: "destination", at: [5, 0, 0], .. }, .. })
+        ));
+        assert!(matches!(
+            Maze::parse("d 2 2\n", "t"),
+            Err(MazeError::Line { line: 1, what: BadLine::ValueCount { item: 'd', found: 2, form: "d X Y Z" }, .. })
+        ));
+        assert!(matches!(
+            Maze::parse("d 2 2 99999999999\n", "t"),
+            Err(MazeError::Line {
+                what: BadLine::Dims(BadDims::TooManyCells { cells: Some(399_999_999_996), .. }),
+                ..
+            })
+        ));
+        let d = Dims { x: 4, y: 4, z: 1 };
+        assert!(matches!(Maze::random(d, 1, 0, 101), Err(MazeError::WallPercent { percent: 101 })));
+        assert!(matches!(Maze::random(d, MAX_PAIRS + 1, 0, 0), Err(MazeError::TooManyPairs { .. })));
     }
 
     #[test]

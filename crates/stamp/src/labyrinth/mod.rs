@@ -176,6 +176,7 @@ impl App for Labyrinth {
             threads: if common.sequential { 1 } else { args.threads },
             sequential: common.sequential,
         };
-        Ok(Outcome { app: Self::NAME, report, time, check: maze.check(&routing).map_err(|e| CheckFailed::new(Self::NAME, e)), figures: figures.into() })
+        let check = maze.check(&routing).map_err(|e| CheckFailed::new(Self::NAME, e));
+        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
     }
 }

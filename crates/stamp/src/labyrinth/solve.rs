@@ -76,12 +76,7 @@ impl Maze {
     pub fn check(&self, r: &Routing) -> Result<String, BadRouting> {
         let cells = self.dims.cells();
         if r.paths.len() != self.pairs.len() || r.grid.len() != cells {
-            return Err(BadRouting::Shape {
-                paths: r.paths.len(),
-                grid: r.grid.len(),
-                pairs: self.pairs.len(),
-                cells,
-            });
+            return Err(BadRouting::Shape { paths: r.paths.len(), grid: r.grid.len(), pairs: self.pairs.len(), cells });
         }
         let mut expect = self.initial_grid();
         let mut problems = Problems::default();
@@ -252,7 +247,9 @@ pub enum RouteProblem {
         cell: u32,
     },
     /// The run's grid is not the one the paths make.
-    #[error("{cells} cells of the grid disagree with the paths (first: cell {first} holds {holds}, the paths say {paths_say})")]
+    #[error(
+        "{cells} cells of the grid disagree with the paths (first: cell {first} holds {holds}, the paths say {paths_say})"
+    )]
     GridDisagrees {
         /// How many cells.
         cells: usize,

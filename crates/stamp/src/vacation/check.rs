@@ -25,7 +25,9 @@ pub enum BadTables {
     Broken(#[source] BrokenTable),
     /// Transactions met a state the client cannot be in: a reservation
     /// missing or not in use while cancelling.
-    #[error("{count} transactions met an impossible reservation state (a reservation missing or not in use while cancelling)")]
+    #[error(
+        "{count} transactions met an impossible reservation state (a reservation missing or not in use while cancelling)"
+    )]
     Anomalies {
         /// How many.
         count: u64,

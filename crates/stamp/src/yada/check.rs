@@ -171,11 +171,7 @@ impl Mesh {
         }
         self.check_boundary(&segments, sum.segments)?;
         if sum.elements != expected {
-            return Err(BadMesh::ElementCount {
-                reachable: sum.elements,
-                initial: self.initial_elements,
-                expected,
-            });
+            return Err(BadMesh::ElementCount { reachable: sum.elements, initial: self.initial_elements, expected });
         }
         Ok((sum, bad))
     }
@@ -345,7 +341,9 @@ pub enum BadMesh {
     },
     /// A triangle still below the angle bound that a refinement step
     /// would change.
-    #[error("triangle {triangle} (smallest angle {min_angle:.3} degrees, bound {bound}) is still bad and could be refined")]
+    #[error(
+        "triangle {triangle} (smallest angle {min_angle:.3} degrees, bound {bound}) is still bad and could be refined"
+    )]
     Refinable {
         /// The triangle.
         triangle: Corners,
@@ -397,9 +395,10 @@ mod tests {
         set_unpublished(back, None);
         let corners = Corners::of(&e.shape.points[..e.shape.corners as usize]);
         assert_eq!(mesh.check(n), Err(BadMesh::OneWayLink { element: corners.clone() }));
-        assert_eq!(mesh.check_consistency(n).unwrap_err().to_string(), format!(
-            "the link from {corners} is not returned by its neighbour"
-        ));
+        assert_eq!(
+            mesh.check_consistency(n).unwrap_err().to_string(),
+            format!("the link from {corners} is not returned by its neighbour")
+        );
         // Restored, so that the mesh frees its elements as built.
         set_unpublished(back, Some(p));
         assert!(mesh.check(n).is_ok());
