@@ -17,6 +17,7 @@ use skelaff_worklist::{
     Builder, Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, TxAssist, Worklist,
 };
 
+use crate::check::{CheckFailed, with_causes};
 use crate::figures::Figures;
 
 /// Flags every application takes besides its STAMP flags.
@@ -239,8 +240,9 @@ pub struct Outcome {
     pub report: Option<RunReport>,
     /// Time of the timed phase (the parallel run, or the sequential one).
     pub time: Duration,
-    /// The self-check: `Ok(what was verified)` or `Err(what is wrong)`.
-    pub check: Result<String, String>,
+    /// The self-check: `Ok(what was verified)`, a report line, or
+    /// `Err(what is wrong)`, the application's typed failure.
+    pub check: Result<String, CheckFailed>,
     /// Application-specific figures.
     pub figures: Figures,
 }
@@ -271,13 +273,16 @@ impl Serialize for Outcome {
             figures: &'a Figures,
             report: Option<&'a RunReport>,
         }
+        // A failure as its message and causes: the key keeps its string.
+        let check = match &self.check {
+            Ok(s) => s.clone(),
+            Err(e) => e.with_causes(),
+        };
         Json {
             app: self.app,
             time_seconds: self.time.as_secs_f64(),
             check_passed: self.check.is_ok(),
-            check: match &self.check {
-                Ok(s) | Err(s) => s,
-            },
+            check: &check,
             figures: &self.figures,
             report: self.report.as_ref(),
         }
@@ -294,7 +299,7 @@ impl fmt::Display for Outcome {
         }
         match &self.check {
             Ok(s) => writeln!(f, "{}: check PASSED ({s})", self.app),
-            Err(s) => writeln!(f, "{}: check FAILED: {s}", self.app),
+            Err(e) => writeln!(f, "{}: check FAILED: {}", self.app, e.with_causes()),
         }
     }
 }
@@ -419,18 +424,6 @@ enum SaveProfileError {
     Rename(#[source] skelaff_locality::Error),
     #[error("writing the profile")]
     Write(#[source] skelaff_locality::Error),
-}
-
-/// `e` and its causes, as one line.
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 /// Writes the run's access profile (named after the application) to `path`.

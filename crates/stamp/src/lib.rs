@@ -12,6 +12,7 @@
 //! [`Skeleton`]: skelaff_worklist::Skeleton
 
 pub mod app;
+pub mod check;
 pub mod figures;
 pub mod genome;
 pub mod intruder;
@@ -25,6 +26,7 @@ pub mod vacation;
 pub mod yada;
 
 pub use app::{App, AppError, CommonArgs, Entry, Outcome};
+pub use check::CheckFailed;
 pub use figures::Figures;
 
 /// Every application, for `skelaff run` and `skelaff experiment`.

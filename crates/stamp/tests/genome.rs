@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use skelaff_stamp::app::main_for;
 use skelaff_stamp::figures::GenomeFigures;
 use skelaff_stamp::genome::{
-    Dedup, Genome, GenomeArgs, Input, check, pack, sequence_on_skeleton, sequence_sequentially,
+    BadSequence, Dedup, Genome, GenomeArgs, Input, check, pack, sequence_on_skeleton, sequence_sequentially,
 };
 use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
@@ -114,11 +114,21 @@ fn the_check_catches_a_gene_that_cannot_be_rebuilt() {
     let rebuilt = sequence_on_skeleton(&cut, 2, &CommonArgs::default()).unwrap();
     assert_ne!(rebuilt, input.gene);
     assert_eq!(rebuilt, sequence_sequentially(&cut), "the same two chains either way");
-    assert!(check(&input.gene, &rebuilt).is_err());
+    let from = rebuilt.iter().zip(&input.gene).position(|(a, b)| a != b).unwrap_or(rebuilt.len().min(400));
+    assert!(from <= 200, "the cut at 200 shows by then, not at {from}");
+    assert_eq!(check(&input.gene, &rebuilt), Err(BadSequence::Differs { sequence: rebuilt.len(), gene: 400, from }));
     let mut flipped = input.gene.clone();
     flipped[399] ^= 1;
-    assert!(check(&input.gene, &flipped).is_err(), "one nucleotide off");
-    assert!(check(&input.gene, &input.gene[..399]).is_err(), "one nucleotide short");
+    assert_eq!(
+        check(&input.gene, &flipped),
+        Err(BadSequence::Differs { sequence: 400, gene: 400, from: 399 }),
+        "one nucleotide off"
+    );
+    assert_eq!(
+        check(&input.gene, &input.gene[..399]),
+        Err(BadSequence::Differs { sequence: 399, gene: 400, from: 399 }),
+        "one nucleotide short"
+    );
 }
 
 #[test]

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use skelaff_stamp::app::{App, AppError, CommonArgs, main_for};
 use skelaff_stamp::intruder::{
-    DetectIn, Detection, Intruder, IntruderArgs, MapKind, Stream, Variant, Verdict, run_sequential, run_skeleton,
+    BadDetection, DetectIn, Detection, FlowProblem, Intruder, IntruderArgs, MapKind, Stream, Variant, Verdict,
+    run_sequential, run_skeleton,
 };
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -93,32 +94,58 @@ fn the_check_fails_on_corrupted_results() {
 
     let mut missed = d.clone();
     missed.verdicts[attack] = Verdict::Clean;
-    assert!(stream.check(&missed).unwrap_err().contains("missed e.g."));
+    let (flagged, attacks) = (d.flagged().len(), stream.attacks().len());
+    assert_eq!(
+        problems(&stream, &missed),
+        [FlowProblem::Flagged { flagged: flagged - 1, attacks, missed: vec![attack as u32], extra: vec![] }]
+    );
 
     let mut extra = d.clone();
     extra.verdicts[clean] = Verdict::Attack;
-    assert!(stream.check(&extra).unwrap_err().contains("wrongly flagged"));
+    assert_eq!(
+        problems(&stream, &extra),
+        [FlowProblem::Flagged { flagged: flagged + 1, attacks, missed: vec![], extra: vec![clean as u32] }]
+    );
 
     let mut garbled = d.clone();
     garbled.digests[clean] ^= 0x10;
-    assert!(stream.check(&garbled).unwrap_err().contains("wrong payload"));
+    assert_eq!(problems(&stream, &garbled), [FlowProblem::WrongPayload { flow: clean }]);
 
     let mut lost = d.clone();
     lost.digests[clean] = 0;
     lost.verdicts[clean] = Verdict::Pending;
-    assert!(stream.check(&lost).unwrap_err().contains("never reassembled"));
+    assert_eq!(
+        problems(&stream, &lost),
+        [
+            FlowProblem::NeverReassembled { flow: clean },
+            FlowProblem::Undecided { flow: clean, verdict: Verdict::Pending }
+        ]
+    );
 
     let mut twice = d.clone();
     twice.verdicts[clean] = Verdict::Duplicate;
-    assert!(stream.check(&twice).unwrap_err().contains("Duplicate"));
+    assert_eq!(problems(&stream, &twice), [FlowProblem::Undecided { flow: clean, verdict: Verdict::Duplicate }]);
+    assert!(stream.check(&twice).unwrap_err().to_string().contains("Duplicate"));
 
     let mut leftover = d.clone();
     leftover.unfinished = 3;
-    assert!(stream.check(&leftover).unwrap_err().contains("left in the reassembly map"));
+    assert_eq!(problems(&stream, &leftover), [FlowProblem::Unfinished { flows: 3 }]);
 
+    let flows = d.verdicts.len();
     let mut short = d;
     short.verdicts.pop();
-    assert!(stream.check(&short).is_err());
+    assert_eq!(stream.check(&short), Err(BadDetection::Shape { digests: flows, verdicts: flows - 1, flows }));
+}
+
+/// The problems the check reports for `d` (it must fail with some).
+fn problems(stream: &Stream, d: &Detection) -> Vec<FlowProblem> {
+    match stream.check(d) {
+        Err(BadDetection::Problems(p)) => {
+            assert_eq!(p.count, p.first.len(), "fewer than Problems::SHOWN problems are all kept");
+            p.first
+        }
+        other => panic!("expected flow problems, got {other:?}"),
+    }
 }
 
 /// Parses `args` as the binary does (the STAMP flags and the common ones),

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use skelaff_stamp::app::main_for;
 use skelaff_stamp::figures::KmeansFigures;
-use skelaff_stamp::kmeans::{Kmeans, KmeansArgs, close, sequential, shipped_input};
+use skelaff_stamp::kmeans::{BadClustering, Kmeans, KmeansArgs, close, sequential, shipped_input};
 use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -86,8 +86,18 @@ fn the_check_catches_corrupted_clusterings() {
 
     let mut moved = good.clone();
     moved.centers[5] += 1e-3;
-    assert!(moved.check_means(&points).is_err(), "a center off its points' mean");
-    assert!(moved.compare(&good).is_err(), "a center beyond the tolerance");
+    let d = points.dims;
+    assert!(
+        matches!(moved.check_means(&points), Err(BadClustering::NotTheMean { center, feature, value, .. })
+            if center == 5 / d && feature == 5 % d && value == moved.centers[5]),
+        "a center off its points' mean: {:?}",
+        moved.check_means(&points)
+    );
+    assert_eq!(
+        moved.compare(&good),
+        Err(BadClustering::CenterDiffers { index: 5, found: moved.centers[5], sequential: good.centers[5] }),
+        "a center beyond the tolerance"
+    );
 
     let mut ulp = good.clone();
     ulp.centers[5] = f32::from_bits(ulp.centers[5].to_bits() + 1);
@@ -97,16 +107,36 @@ fn the_check_catches_corrupted_clusterings() {
     let mut member = good.clone();
     let i = member.membership.iter().position(|&m| m != member.membership[0]).unwrap();
     member.membership[i] = member.membership[0];
-    assert!(member.compare(&good).is_err(), "a point in another cluster");
-    assert!(member.check_means(&points).is_err(), "the means no longer match the memberships");
+    assert_eq!(
+        member.compare(&good),
+        Err(BadClustering::Memberships { points: 1, first: i }),
+        "a point in another cluster"
+    );
+    assert!(
+        matches!(member.check_means(&points), Err(BadClustering::NotTheMean { .. })),
+        "the means no longer match the memberships"
+    );
 
     let mut out = good.clone();
     out.membership[0] = out.clusters as u32;
-    assert!(out.check_means(&points).is_err(), "a membership out of range");
+    assert_eq!(
+        out.check_means(&points),
+        Err(BadClustering::MembershipOutOfRange { point: 0, cluster: out.clusters as u32, clusters: out.clusters }),
+        "a membership out of range"
+    );
 
     let mut iters = good.clone();
     iters.iterations[0] += 1;
-    assert!(iters.compare(&good).is_err(), "another iteration count");
+    assert_eq!(
+        iters.compare(&good),
+        Err(BadClustering::Iterations { found: iters.iterations.clone(), sequential: good.iterations.clone() }),
+        "another iteration count"
+    );
+
+    let mut fewer = good.clone();
+    fewer.membership.pop();
+    assert!(matches!(fewer.check_means(&points), Err(BadClustering::Shape { memberships, points: n, .. })
+        if memberships + 1 == n));
 }
 
 #[test]

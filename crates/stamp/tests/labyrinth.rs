@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 use skelaff_stamp::app::{App, AppError, CommonArgs, main_for};
 use skelaff_stamp::labyrinth::{
-    Costs, Labyrinth, LabyrinthArgs, Maze, MazeError, Routing, run_sequential, run_skeleton,
+    BadRouting, Cell, Costs, Labyrinth, LabyrinthArgs, Maze, MazeError, RouteProblem, Routing, run_sequential,
+    run_skeleton,
 };
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -102,13 +103,16 @@ fn the_check_fails_on_corrupted_results() {
     let mut gap = r.clone();
     let p = gap.paths[a].as_mut().unwrap();
     let cell = p.remove(1);
+    let (from, to) = (p[0], p[1]);
     gap.grid[cell as usize] = Routing::EMPTY;
-    assert!(maze.check(&gap).unwrap_err().contains("jumps"));
+    // (The broken path's cells are then claimed by no path: the grid disagrees too.)
+    assert_eq!(problems(&maze, &gap)[0], RouteProblem::Jumps { pair: a, from, to });
 
     // A path that does not reach its destination.
     let mut short = r.clone();
     short.paths[a].as_mut().unwrap().pop();
-    assert!(maze.check(&short).unwrap_err().contains("does not run from its source"));
+    let (start, end) = maze.pairs[a];
+    assert_eq!(problems(&maze, &short)[0], RouteProblem::Ends { pair: a, start, end });
 
     // A path with a cell inserted out of place.
     let mut detour = r.clone();
@@ -120,7 +124,10 @@ fn the_check_fails_on_corrupted_results() {
     let mut stray = r.clone();
     let free = stray.grid.iter().position(|&v| v == Routing::EMPTY).unwrap();
     stray.grid[free] = Routing::PATH_BASE + a as u32;
-    assert!(maze.check(&stray).unwrap_err().contains("disagree"));
+    assert_eq!(
+        problems(&maze, &stray),
+        [RouteProblem::GridDisagrees { cells: 1, first: free, holds: Cell::Path(a as u32), paths_say: Cell::Empty }]
+    );
 
     // A routed pair dropped: it could still be routed.
     let mut dropped = r.clone();
@@ -129,11 +136,24 @@ fn the_check_fails_on_corrupted_results() {
             dropped.grid[c as usize] = Routing::EMPTY;
         }
     }
-    assert!(maze.check(&dropped).unwrap_err().contains("still has a path"));
+    // (Its freed cells may give other unrouted pairs a path too.)
+    assert_eq!(problems(&maze, &dropped)[0], RouteProblem::StillRoutable { pair: a });
 
+    let (pairs, cells) = (r.paths.len(), r.grid.len());
     let mut truncated = r;
     truncated.paths.pop();
-    assert!(maze.check(&truncated).is_err());
+    assert_eq!(maze.check(&truncated), Err(BadRouting::Shape { paths: pairs - 1, grid: cells, pairs, cells }));
+}
+
+/// The problems the check reports for `r` (it must fail with some).
+fn problems(maze: &Maze, r: &Routing) -> Vec<RouteProblem> {
+    match maze.check(r) {
+        Err(BadRouting::Problems(p)) => {
+            assert_eq!(p.count, p.first.len(), "fewer than Problems::SHOWN problems are all kept");
+            p.first
+        }
+        other => panic!("expected route problems, got {other:?}"),
+    }
 }
 
 #[test]
@@ -146,7 +166,13 @@ fn the_check_rejects_a_path_through_a_wall() {
     let mut grid = maze.initial_grid();
     grid[1] = Routing::PATH_BASE;
     let through = Routing { paths: vec![Some(vec![0, 1, 2])], grid };
-    assert!(maze.check(&through).unwrap_err().contains("crosses the wall"));
+    assert_eq!(
+        problems(&maze, &through),
+        [
+            RouteProblem::CrossesWall { pair: 0, cell: 1 },
+            RouteProblem::GridDisagrees { cells: 1, first: 1, holds: Cell::Path(0), paths_say: Cell::Wall }
+        ]
+    );
 }
 
 #[test]
@@ -164,7 +190,8 @@ fn the_check_rejects_crossing_paths() {
         ],
         grid,
     };
-    assert!(maze.check(&crossing).unwrap_err().contains("paths 1 and 0 share cell"));
+    assert_eq!(problems(&maze, &crossing), [RouteProblem::Shared { pair: 1, other: 0, cell: centre }]);
+    assert!(maze.check(&crossing).unwrap_err().to_string().contains("paths 1 and 0 share cell"));
     // Routed for real, only one of them fits.
     let r = run_sequential(&maze, Costs::default(), &maze.routing_order());
     maze.check(&r).unwrap();

@@ -10,9 +10,12 @@
 
 use std::process::ExitCode;
 
+use skelaff_stamp::CheckFailed;
 use skelaff_stamp::app::main_for;
 use skelaff_stamp::figures::VacationFigures;
-use skelaff_stamp::vacation::{SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables};
+use skelaff_stamp::vacation::{
+    BadTables, BrokenTable, Kind, SequentialTables, Snapshot, Vacation, VacationArgs, sequential_tables,
+};
 use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
 use skelaff_worklist::{Distribution, PagePolicy};
 
@@ -127,22 +130,43 @@ fn the_check_catches_corrupted_tables() {
         ((list[0].0 >> 32) as usize, list[0].0 as u32)
     };
     let held_at = good.tables[held_kind].iter().position(|e| e.id == held_id).unwrap();
-    let corruptions: Vec<(&str, Corruption)> = vec![
-        ("used count off", Box::new(move |s| s.tables[held_kind][held_at].used -= 1)),
-        ("free count off", Box::new(|s| s.tables[1][0].free += 1)),
-        ("negative price", Box::new(|s| s.tables[2][3].price = -10)),
+    let held = Kind::ALL[held_kind];
+    let over = relations + 1;
+    // What is corrupted, how, and the failure the check must report.
+    let corruptions: Vec<(&str, Corruption, Expected)> = vec![
+        (
+            "used count off",
+            Box::new(move |s| s.tables[held_kind][held_at].used -= 1),
+            Box::new(move |e| matches!(e, BadTables::EntrySum { kind, entry } if *kind == held && entry.id == held_id)),
+        ),
+        (
+            "free count off",
+            Box::new(|s| s.tables[1][0].free += 1),
+            Box::new(
+                |e| matches!(e, BadTables::EntrySum { kind: Kind::Flight, entry } if entry.free == entry.total - entry.used + 1),
+            ),
+        ),
+        (
+            "negative price",
+            Box::new(|s| s.tables[2][3].price = -10),
+            Box::new(|e| matches!(e, BadTables::EntryValues { kind: Kind::Room, entry } if entry.price == -10)),
+        ),
         (
             "empty entry kept",
             Box::new(|s| {
                 let e = &mut s.tables[0][0];
                 (e.used, e.free, e.total) = (0, 0, 0);
             }),
+            Box::new(|e| matches!(e, BadTables::EntryValues { kind: Kind::Car, entry } if entry.total == 0)),
         ),
         (
             "held entry missing",
             Box::new(move |s| {
                 s.tables[held_kind].remove(held_at);
             }),
+            Box::new(
+                move |e| matches!(e, BadTables::Missing { kind, id, holders } if *kind == held && *id == held_id && *holders >= 1),
+            ),
         ),
         (
             "reservation dropped from a customer",
@@ -150,14 +174,46 @@ fn the_check_catches_corrupted_tables() {
                 let c = s.customers.iter_mut().find(|(_, l)| !l.is_empty()).unwrap();
                 c.1.pop();
             }),
+            Box::new(|e| matches!(e, BadTables::Holders { holders, used, .. } if holders + 1 == *used)),
         ),
-        ("customer id out of range", Box::new(move |s| s.customers.push((relations + 1, Vec::new())))),
+        (
+            "customer id out of range",
+            Box::new(move |s| s.customers.push((over, Vec::new()))),
+            Box::new(
+                move |e| matches!(e, BadTables::CustomerId { customer, relations: r, .. } if *customer == over && *r == relations),
+            ),
+        ),
     ];
-    for (what, corrupt) in corruptions {
+    for (what, corrupt, expected) in corruptions {
         let mut bad = good.clone();
         corrupt(&mut bad);
-        assert!(bad.check(relations).is_err(), "{what} went unnoticed");
+        match bad.check(relations) {
+            Err(e) => assert!(expected(&e), "{what}: reported as {e:?}"),
+            Ok(_) => panic!("{what} went unnoticed"),
+        }
     }
+}
+
+/// Whether a failure is the one a corruption must give.
+type Expected = Box<dyn Fn(&BadTables) -> bool>;
+
+#[test]
+fn a_failed_check_is_printed_and_serialised_with_its_causes() {
+    let mut o = Vacation::run(&small(1), &CommonArgs { sequential: true, ..CommonArgs::default() }).unwrap();
+    assert!(o.passed(), "{:?}", o.check);
+    // A broken tree, as reading the tables back would report it: the stm's
+    // typed invariant is the cause of the cause.
+    let broken = BrokenTable { table: "car", invariant: skelaff_stm::collections::Broken::RedRoot };
+    o.check = Err(CheckFailed::new(Vacation::NAME, BadTables::Broken(broken.clone())));
+    let failed = o.check.as_ref().unwrap_err();
+    assert_eq!(failed.app(), "vacation");
+    assert_eq!(failed.failure::<BadTables>(), Some(&BadTables::Broken(broken)));
+    let line = "the tables cannot be read back: the car table's tree is broken: the root is red";
+    assert_eq!(failed.with_causes(), line);
+    assert!(!o.passed());
+    assert!(o.to_string().ends_with(&format!("vacation: check FAILED: {line}\n")), "{o}");
+    let json = o.to_json();
+    assert_eq!((json["check_passed"].as_bool(), json["check"].as_str()), (Some(false), Some(line)));
 }
 
 #[test]

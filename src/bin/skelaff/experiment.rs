@@ -214,7 +214,7 @@ pub(crate) fn experiment(args: &Args) -> Result<bool> {
                 }
                 .with_context(|| format!("{} {policy} x{t}", app.name))?;
                 if let Err(why) = &outcome.check {
-                    bar.println(format!("{} {policy} x{t} run {run}: check FAILED: {why}", app.name));
+                    bar.println(format!("{} {policy} x{t} run {run}: check FAILED: {}", app.name, why.with_causes()));
                 }
                 rows.push(Row {
                     app: app.name,

@@ -55,6 +55,7 @@ pub use input::{Input, MAX_SEGMENT, NUCLEOTIDES, pack, unpack};
 pub use sequencer::Dedup;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::check::CheckFailed;
 use crate::figures::GenomeFigures;
 use sequencer::{Sequenced, SequentialBackend, Transactional, sequence};
 
@@ -199,21 +200,34 @@ pub fn sequence_on_skeleton(input: &Input, threads: usize, common: &CommonArgs) 
     Ok(sequence(&mut b, &input.segments, input.segment_length)?.sequence)
 }
 
+/// What genome's self-check found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadSequence {
+    /// The sequence is not the gene.
+    #[error("the sequence ({sequence} nucleotides) differs from the gene ({gene} nucleotides) from position {from} on")]
+    Differs {
+        /// The sequence's length.
+        sequence: usize,
+        /// The gene's length.
+        gene: usize,
+        /// The first position where they differ (or the shorter length,
+        /// when one is a prefix of the other).
+        from: usize,
+    },
+}
+
 /// STAMP's check: the sequence equals the gene.
 ///
 /// # Errors
 ///
-/// Where they first differ.
-pub fn check(gene: &[u8], sequence: &[u8]) -> Result<String, String> {
+/// [`BadSequence::Differs`]: where they first differ.
+pub fn check(gene: &[u8], sequence: &[u8]) -> Result<String, BadSequence> {
     if gene == sequence {
         return Ok(format!("the sequence equals the gene ({} nucleotides)", gene.len()));
     }
-    let at = gene.iter().zip(sequence).position(|(a, b)| a != b).unwrap_or(gene.len().min(sequence.len()));
-    Err(format!(
-        "the sequence ({} nucleotides) differs from the gene ({} nucleotides) from position {at} on",
-        sequence.len(),
-        gene.len()
-    ))
+    let from = gene.iter().zip(sequence).position(|(a, b)| a != b).unwrap_or(gene.len().min(sequence.len()));
+    Err(BadSequence::Differs { sequence: sequence.len(), gene: gene.len(), from })
 }
 
 impl App for Genome {
@@ -265,7 +279,7 @@ impl App for Genome {
             threads: args.threads,
             dedup: (!common.sequential).then(|| format!("{:?}", args.dedup).to_lowercase()),
         };
-        let check = check(&input.gene, &seq.sequence);
+        let check = check(&input.gene, &seq.sequence).map_err(|e| CheckFailed::new(Genome::NAME, e));
         Ok(Outcome { app: Genome::NAME, report, time, check, figures: figures.into() })
     }
 }

@@ -38,10 +38,13 @@ use std::time::Instant;
 use clap::value_parser;
 
 pub use detector::{Detector, SIGNATURES};
-pub use pipeline::{DetectIn, Detection, MapKind, Variant, Verdict, run_sequential, run_skeleton};
+pub use pipeline::{
+    BadDetection, DetectIn, Detection, FlowProblem, MapKind, Variant, Verdict, run_sequential, run_skeleton,
+};
 pub use stream::{Packet, Stream, StreamError, digest};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::check::CheckFailed;
 use crate::figures::IntruderFigures;
 
 /// The application (see the [module docs](self)).
@@ -141,6 +144,7 @@ impl App for Intruder {
             detect_in: name(clap::ValueEnum::to_possible_value(&args.detect_in)),
             map: name(clap::ValueEnum::to_possible_value(&args.map)),
         };
-        Ok(Outcome { app: Self::NAME, report, time, check: stream.check(&detection), figures: figures.into() })
+        let check = stream.check(&detection).map_err(|e| CheckFailed::new(Self::NAME, e));
+        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
     }
 }

@@ -10,6 +10,7 @@ use skelaff_worklist::{ProcessCtx, RunReport, Skeleton, WorkerInfo};
 use super::detector::Detector;
 use super::stream::{Packet, Stream, digest};
 use crate::app::{AppError, CommonArgs};
+use crate::check::Problems;
 
 /// Where a reassembled flow is checked against the dictionary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -126,7 +127,7 @@ impl Stream {
     ///
     /// # Errors
     ///
-    /// What is wrong, with the first few offending flows.
+    /// [`BadDetection`]: what is wrong, with the first few offending flows.
     ///
     /// # Examples
     ///
@@ -141,42 +142,35 @@ impl Stream {
     /// assert!(stream.check(&d).is_err());
     /// # Ok::<(), skelaff_stamp::intruder::StreamError>(())
     /// ```
-    pub fn check(&self, d: &Detection) -> Result<String, String> {
+    pub fn check(&self, d: &Detection) -> Result<String, BadDetection> {
         let flows = self.flows();
         if d.digests.len() != flows || d.verdicts.len() != flows {
-            return Err(format!(
-                "result covers {} digests and {} verdicts for {flows} flows",
-                d.digests.len(),
-                d.verdicts.len()
-            ));
+            return Err(BadDetection::Shape { digests: d.digests.len(), verdicts: d.verdicts.len(), flows });
         }
         let mut problems = Problems::default();
         for f in 0..flows {
             if d.digests[f] == 0 {
-                problems.note(format!("flow {f} was never reassembled"));
+                problems.note(FlowProblem::NeverReassembled { flow: f });
             } else if d.digests[f] != digest(self.payload(f)) {
-                problems.note(format!("flow {f} was reassembled into the wrong payload"));
+                problems.note(FlowProblem::WrongPayload { flow: f });
             }
             match d.verdicts[f] {
                 Verdict::Clean | Verdict::Attack => {}
-                v => problems.note(format!("flow {f} ended {v:?}")),
+                verdict => problems.note(FlowProblem::Undecided { flow: f, verdict }),
             }
         }
         if d.unfinished != 0 {
-            problems.note(format!("{} flows left in the reassembly map", d.unfinished));
+            problems.note(FlowProblem::Unfinished { flows: d.unfinished });
         }
         let want = self.attacks();
         let got = d.flagged();
         if got != want {
             let missed: Vec<u32> = want.iter().copied().filter(|f| got.binary_search(f).is_err()).take(5).collect();
             let extra: Vec<u32> = got.iter().copied().filter(|f| want.binary_search(f).is_err()).take(5).collect();
-            problems.note(format!(
-                "{} flows flagged, {} attacks generated (missed e.g. {missed:?}, wrongly flagged e.g. {extra:?})",
-                got.len(),
-                want.len()
-            ));
+            problems.note(FlowProblem::Flagged { flagged: got.len(), attacks: want.len(), missed, extra });
         }
-        problems.into_result(format!(
+        problems.into_result(()).map_err(BadDetection::Problems)?;
+        Ok(format!(
             "{} attacks found ({} injected, {} random payloads matching a signature) and nothing else flagged; all {flows} flows reassembled intact",
             want.len(),
             self.injected,
@@ -185,23 +179,69 @@ impl Stream {
     }
 }
 
-/// The first few problems a check found, and how many.
-#[derive(Default)]
-struct Problems {
-    first: Vec<String>,
-    count: usize,
+/// What intruder's self-check found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadDetection {
+    /// The result does not have one digest and one verdict per flow.
+    #[error("result covers {digests} digests and {verdicts} verdicts for {flows} flows")]
+    Shape {
+        /// Digests in the result.
+        digests: usize,
+        /// Verdicts in the result.
+        verdicts: usize,
+        /// Flows in the stream.
+        flows: usize,
+    },
+    /// Flows lost, corrupted, undecided, or flagged wrongly.
+    #[error("{0}")]
+    Problems(Problems<FlowProblem>),
 }
 
-impl Problems {
-    fn note(&mut self, p: String) {
-        self.count += 1;
-        if self.first.len() < 5 {
-            self.first.push(p);
-        }
-    }
-    fn into_result(self, ok: String) -> Result<String, String> {
-        if self.count == 0 { Ok(ok) } else { Err(format!("{} problems: {}", self.count, self.first.join("; "))) }
-    }
+/// One problem intruder's self-check found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlowProblem {
+    /// A flow never reassembled.
+    #[error("flow {flow} was never reassembled")]
+    NeverReassembled {
+        /// The flow.
+        flow: usize,
+    },
+    /// A flow reassembled into another payload than it was cut from.
+    #[error("flow {flow} was reassembled into the wrong payload")]
+    WrongPayload {
+        /// The flow.
+        flow: usize,
+    },
+    /// A flow that ended neither clean nor an attack.
+    #[error("flow {flow} ended {verdict:?}")]
+    Undecided {
+        /// The flow.
+        flow: usize,
+        /// How it ended.
+        verdict: Verdict,
+    },
+    /// Flows left in the reassembly map.
+    #[error("{flows} flows left in the reassembly map")]
+    Unfinished {
+        /// How many.
+        flows: usize,
+    },
+    /// The flagged flows are not the attacks generated.
+    #[error(
+        "{flagged} flows flagged, {attacks} attacks generated (missed e.g. {missed:?}, wrongly flagged e.g. {extra:?})"
+    )]
+    Flagged {
+        /// Flows flagged.
+        flagged: usize,
+        /// Attacks generated.
+        attacks: usize,
+        /// The first few attacks not flagged.
+        missed: Vec<u32>,
+        /// The first few flows flagged that are not attacks.
+        extra: Vec<u32>,
+    },
 }
 
 /// Concatenates the bytes of a complete flow's fragments, given in

@@ -45,16 +45,19 @@
 //! Besides, in either mode, every final center with members must be the
 //! mean of its members, recomputed.
 
+mod check;
 mod file;
 mod input;
 mod parallel;
 
 use std::time::{Duration, Instant};
 
+pub use check::{BadClustering, close};
 pub use file::shipped_input;
 pub use input::{MAX_DIMS, MAX_POINTS, Points, SPREAD, Shape};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::check::CheckFailed;
 use crate::figures::KmeansFigures;
 use parallel::Parallel;
 
@@ -414,79 +417,6 @@ fn run_sequential(args: &KmeansArgs, points: &Points) -> Result<(Clustering, Dur
     Ok((c, start.elapsed()))
 }
 
-/// Whether two centers agree within the self-check's tolerance (see the
-/// [module docs](self)).
-pub fn close(a: f32, b: f32) -> bool {
-    (a - b).abs() <= 4.0 * f32::EPSILON * a.abs().max(b.abs()) + 1e-9
-}
-
-impl Clustering {
-    /// Checks that every center with members is the mean of its members
-    /// (recomputed in `f64`), within [`close`].
-    ///
-    /// # Errors
-    ///
-    /// The first center that is not, or a membership out of range.
-    pub fn check_means(&self, points: &Points) -> Result<(), String> {
-        let (k, d) = (self.clusters, points.dims);
-        let mut sums = vec![0.0f64; k * d];
-        let mut counts = vec![0u64; k];
-        if self.membership.len() != points.len() || self.centers.len() != k * d {
-            return Err("the result has the wrong number of points or centers".into());
-        }
-        for (i, &m) in self.membership.iter().enumerate() {
-            let c = m as usize;
-            if c >= k {
-                return Err(format!("point {i} is in cluster {m}, outside 0..{k}"));
-            }
-            counts[c] += 1;
-            for (s, &x) in sums[c * d..(c + 1) * d].iter_mut().zip(points.point(i)) {
-                *s += f64::from(x);
-            }
-        }
-        for c in (0..k).filter(|&c| counts[c] > 0) {
-            for j in 0..d {
-                let mean = (sums[c * d + j] / counts[c] as f64) as f32;
-                if !close(mean, self.centers[c * d + j]) {
-                    return Err(format!(
-                        "center {c} feature {j} is {} but its {} points' mean is {mean}",
-                        self.centers[c * d + j],
-                        counts[c]
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Compares with a reference clustering (the sequential one): the same
-    /// iterations and memberships, centers within [`close`].
-    ///
-    /// # Errors
-    ///
-    /// The first difference.
-    pub fn compare(&self, reference: &Clustering) -> Result<(), String> {
-        if self.iterations != reference.iterations {
-            return Err(format!("iterations {:?}, sequentially {:?}", self.iterations, reference.iterations));
-        }
-        if self.clusters != reference.clusters || self.centers.len() != reference.centers.len() {
-            return Err("a different number of clusters than sequentially".into());
-        }
-        if let Some(i) = (0..self.membership.len().max(reference.membership.len()))
-            .find(|&i| self.membership.get(i) != reference.membership.get(i))
-        {
-            let n = self.membership.iter().zip(&reference.membership).filter(|(a, b)| a != b).count();
-            return Err(format!("{n} points in another cluster than sequentially (first: point {i})"));
-        }
-        if let Some((i, (a, b))) =
-            self.centers.iter().zip(&reference.centers).enumerate().find(|(_, (a, b))| !close(**a, **b))
-        {
-            return Err(format!("center value {i} is {a}, sequentially {b}: beyond the tolerance"));
-        }
-        Ok(())
-    }
-}
-
 impl App for Kmeans {
     const NAME: &'static str = "kmeans";
     type Args = KmeansArgs;
@@ -549,6 +479,7 @@ impl App for Kmeans {
                 result.clusters, result.iterations
             )),
         });
+        let check = check.map_err(|e| CheckFailed::new(Kmeans::NAME, e));
         Ok(Outcome { app: Kmeans::NAME, report, time, check, figures: figures.into() })
     }
 }

@@ -65,25 +65,107 @@ impl Dims {
         ax.abs_diff(bx) + ay.abs_diff(by) + az.abs_diff(bz) == 1
     }
 
-    fn checked(x: i64, y: i64, z: i64) -> Result<Dims, String> {
+    fn checked(x: i64, y: i64, z: i64) -> Result<Dims, BadDims> {
         if x < 1 || y < 1 || z < 1 {
-            return Err(format!("dimensions ({x}, {y}, {z}) must each be at least 1"));
+            return Err(BadDims::NotPositive { x, y, z });
         }
         // Each side is below 2^63, so x * y fits u128 but a third side may
-        // not: overflow is one more way to exceed MAX_CELLS.
+        // not: overflow (`cells: None`) is one more way to exceed MAX_CELLS.
         match (x as u128).checked_mul(y as u128).and_then(|xy| xy.checked_mul(z as u128)) {
             Some(cells) if cells <= u128::from(MAX_CELLS) => {}
-            Some(cells) => {
-                return Err(format!("dimensions ({x}, {y}, {z}) make {cells} cells; at most {MAX_CELLS} are allowed"));
-            }
-            None => {
-                return Err(format!(
-                    "dimensions ({x}, {y}, {z}) make over 2^128 cells; at most {MAX_CELLS} are allowed"
-                ));
-            }
+            cells => return Err(BadDims::TooManyCells { x, y, z, cells }),
         }
         Ok(Dims { x: x as u32, y: y as u32, z: z as u32 })
     }
+}
+
+/// Dimensions a maze cannot have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadDims {
+    /// A side below 1.
+    #[error("dimensions ({x}, {y}, {z}) must each be at least 1")]
+    NotPositive {
+        /// Cells along x.
+        x: i64,
+        /// Cells along y.
+        y: i64,
+        /// Cells along z.
+        z: i64,
+    },
+    /// More than [`MAX_CELLS`] cells.
+    #[error(
+        "dimensions ({x}, {y}, {z}) make {} cells; at most {MAX_CELLS} are allowed",
+        cells.map_or_else(|| "over 2^128".to_owned(), |c| c.to_string())
+    )]
+    TooManyCells {
+        /// Cells along x.
+        x: i64,
+        /// Cells along y.
+        y: i64,
+        /// Cells along z.
+        z: i64,
+        /// Their product (`None`: over 2^128).
+        cells: Option<u128>,
+    },
+}
+
+/// What is wrong with one line of a maze file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadLine {
+    /// An item that is not `d`, `p`, `w` or a comment.
+    #[error("unknown item `{item}`; expected `d`, `p`, `w` or a `#` comment")]
+    UnknownItem {
+        /// The line's first word.
+        item: String,
+    },
+    /// Too few or too many values after the item.
+    #[error("{found} values after `{item}`; expected `{form}`")]
+    ValueCount {
+        /// The item (`d`, `p` or `w`).
+        item: char,
+        /// Values given.
+        found: usize,
+        /// The item's form (`d X Y Z`, …).
+        form: &'static str,
+    },
+    /// A value that is not an integer.
+    #[error("`{text}` is not an integer; expected `{form}`")]
+    NotInteger {
+        /// The value.
+        text: String,
+        /// The item's form.
+        form: &'static str,
+    },
+    /// A second `d` line.
+    #[error("second dimensions line (the first is line {first})")]
+    SecondDimensions {
+        /// The first `d` line.
+        first: usize,
+    },
+    /// Dimensions out of range.
+    #[error(transparent)]
+    Dims(BadDims),
+    /// A coordinate outside the grid.
+    #[error("{what} ({}, {}, {}) is outside the {dims} grid", at[0], at[1], at[2])]
+    Outside {
+        /// `wall`, `source` or `destination`.
+        what: &'static str,
+        /// Its coordinates.
+        at: [i64; 3],
+        /// The grid.
+        dims: Dims,
+    },
+    /// A pair whose source is its destination.
+    #[error("source and destination are the same cell ({}, {}, {})", at[0], at[1], at[2])]
+    SameCell {
+        /// The cell.
+        at: [i64; 3],
+    },
+    /// More than [`MAX_PAIRS`] pairs.
+    #[error("more than {MAX_PAIRS} pairs")]
+    TooManyPairs,
 }
 
 /// A maze to route.
@@ -120,7 +202,7 @@ pub enum MazeError {
         /// Its 1-based line number.
         line: usize,
         /// What is wrong and what is expected.
-        what: String,
+        what: BadLine,
     },
     /// A maze file without a `d X Y Z` line.
     #[error("{origin}: no dimensions line; expected a line `d X Y Z`")]
@@ -141,9 +223,27 @@ pub enum MazeError {
         "`{0}` is neither a maze file nor a maze shape; a shape is random-x<X>-y<Y>-z<Z>-n<PAIRS> (e.g. random-x32-y32-z3-n96, optionally with a directory and .txt), generated in-process"
     )]
     UnknownInput(String),
-    /// A shape or generator parameter out of range.
-    #[error("{0}")]
-    Invalid(String),
+    /// A shape's dimensions out of range.
+    #[error(transparent)]
+    Dims(#[from] BadDims),
+    /// A grid of one cell: no room for a source and a different destination.
+    #[error("a {dims} grid has no room for a source and a different destination")]
+    NoRoom {
+        /// The grid.
+        dims: Dims,
+    },
+    /// More than [`MAX_PAIRS`] pairs asked.
+    #[error("{pairs} pairs asked; at most {MAX_PAIRS} are allowed")]
+    TooManyPairs {
+        /// Pairs asked.
+        pairs: usize,
+    },
+    /// A wall percentage over 100.
+    #[error("wall percentage {percent}; allowed: 0 to 100")]
+    WallPercent {
+        /// The percentage asked.
+        percent: u32,
+    },
 }
 
 impl Maze {
@@ -156,9 +256,10 @@ impl Maze {
     ///
     /// # Errors
     ///
-    /// [`MazeError::Invalid`] for a grid of fewer than 2 or more than
-    /// [`MAX_CELLS`] cells, more than [`MAX_PAIRS`] pairs, or a wall
-    /// percentage over 100.
+    /// [`MazeError::NoRoom`] for a grid of fewer than 2 cells,
+    /// [`MazeError::Dims`] for more than [`MAX_CELLS`],
+    /// [`MazeError::TooManyPairs`] for more than [`MAX_PAIRS`] pairs, and
+    /// [`MazeError::WallPercent`] for a wall percentage over 100.
     ///
     /// # Examples
     ///
@@ -171,18 +272,16 @@ impl Maze {
     /// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
     /// ```
     pub fn random(dims: Dims, pairs: usize, seed: u64, wall_percent: u32) -> Result<Maze, MazeError> {
-        let dims = Dims::checked(dims.x.into(), dims.y.into(), dims.z.into()).map_err(MazeError::Invalid)?;
+        let dims = Dims::checked(dims.x.into(), dims.y.into(), dims.z.into())?;
         let cells = dims.cells() as u32;
         if cells < 2 {
-            return Err(MazeError::Invalid(format!(
-                "a {dims} grid has no room for a source and a different destination"
-            )));
+            return Err(MazeError::NoRoom { dims });
         }
         if pairs > MAX_PAIRS {
-            return Err(MazeError::Invalid(format!("{pairs} pairs asked; at most {MAX_PAIRS} are allowed")));
+            return Err(MazeError::TooManyPairs { pairs });
         }
         if wall_percent > 100 {
-            return Err(MazeError::Invalid(format!("wall percentage {wall_percent}; allowed: 0 to 100")));
+            return Err(MazeError::WallPercent { percent: wall_percent });
         }
         let mut rng = fastrand::Rng::with_seed(seed);
         let pairs: Vec<(u32, u32)> = (0..pairs)
@@ -240,7 +339,7 @@ impl Maze {
     /// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
     /// ```
     pub fn parse(text: &str, origin: &str) -> Result<Maze, MazeError> {
-        let err = |line: usize, what: String| MazeError::Line { origin: origin.to_owned(), line, what };
+        let err = |line: usize, what: BadLine| MazeError::Line { origin: origin.to_owned(), line, what };
         let mut dims: Option<(usize, Dims)> = None;
         // (line, kind, coordinates) until the dimensions are known.
         let mut items: Vec<(usize, char, [i64; 6])> = Vec::new();
@@ -257,33 +356,32 @@ impl Maze {
                 "p" => ('p', 6, "p X1 Y1 Z1 X2 Y2 Z2"),
                 "w" => ('w', 3, "w X Y Z"),
                 other => {
-                    return Err(err(line, format!("unknown item `{other}`; expected `d`, `p`, `w` or a `#` comment")));
+                    return Err(err(line, BadLine::UnknownItem { item: other.to_owned() }));
                 }
             };
             if values.len() != count {
-                return Err(err(line, format!("{} values after `{kind}`; expected `{form}`", values.len())));
+                return Err(err(line, BadLine::ValueCount { item: kind, found: values.len(), form }));
             }
             let mut v = [0i64; 6];
             for (slot, text) in v.iter_mut().zip(&values) {
-                *slot =
-                    text.parse().map_err(|_| err(line, format!("`{text}` is not an integer; expected `{form}`")))?;
+                *slot = text.parse().map_err(|_| err(line, BadLine::NotInteger { text: (*text).to_owned(), form }))?;
             }
             if kind == 'd' {
                 if let Some((first, _)) = dims {
-                    return Err(err(line, format!("second dimensions line (the first is line {first})")));
+                    return Err(err(line, BadLine::SecondDimensions { first }));
                 }
-                dims = Some((line, Dims::checked(v[0], v[1], v[2]).map_err(|e| err(line, e))?));
+                dims = Some((line, Dims::checked(v[0], v[1], v[2]).map_err(|e| err(line, BadLine::Dims(e)))?));
             } else {
                 items.push((line, kind, v));
             }
         }
         let Some((_, dims)) = dims else { return Err(MazeError::NoDimensions { origin: origin.to_owned() }) };
-        let cell = |line: usize, what: &str, c: &[i64]| -> Result<u32, MazeError> {
+        let cell = |line: usize, what: &'static str, c: &[i64]| -> Result<u32, MazeError> {
             let inside = |v: i64, n: u32| v >= 0 && v < i64::from(n);
             if inside(c[0], dims.x) && inside(c[1], dims.y) && inside(c[2], dims.z) {
                 Ok(dims.index(c[0] as u32, c[1] as u32, c[2] as u32))
             } else {
-                Err(err(line, format!("{what} ({}, {}, {}) is outside the {dims} grid", c[0], c[1], c[2])))
+                Err(err(line, BadLine::Outside { what, at: [c[0], c[1], c[2]], dims }))
             }
         };
         let mut maze = Maze { dims, walls: Vec::new(), pairs: Vec::new(), origin: origin.to_owned() };
@@ -295,13 +393,10 @@ impl Maze {
             let src = cell(line, "source", &v[..3])?;
             let dst = cell(line, "destination", &v[3..])?;
             if src == dst {
-                return Err(err(
-                    line,
-                    format!("source and destination are the same cell ({}, {}, {})", v[0], v[1], v[2]),
-                ));
+                return Err(err(line, BadLine::SameCell { at: [v[0], v[1], v[2]] }));
             }
             if maze.pairs.len() == MAX_PAIRS {
-                return Err(err(line, format!("more than {MAX_PAIRS} pairs")));
+                return Err(err(line, BadLine::TooManyPairs));
             }
             maze.pairs.push((src, dst));
         }
@@ -387,8 +482,11 @@ mod tests {
         let m = Maze::load("inputs/random-x8-y9-z2-n5.txt", 3, 0).unwrap();
         assert_eq!((m.dims, m.pairs.len()), (Dims { x: 8, y: 9, z: 2 }, 5));
         assert!(matches!(Maze::load("no/such/file.txt", 0, 0), Err(MazeError::UnknownInput(_))));
-        assert!(matches!(Maze::load("random-x0-y9-z2-n5", 0, 0), Err(MazeError::Invalid(_))));
-        assert!(matches!(Maze::load("random-x1-y1-z1-n5", 0, 0), Err(MazeError::Invalid(_))));
+        assert!(matches!(
+            Maze::load("random-x0-y9-z2-n5", 0, 0),
+            Err(MazeError::Dims(BadDims::NotPositive { x: 0, y: 9, z: 2 }))
+        ));
+        assert!(matches!(Maze::load("random-x1-y1-z1-n5", 0, 0), Err(MazeError::NoRoom { .. })));
     }
 
     #[test]
@@ -419,6 +517,25 @@ mod tests {
             assert!(e.contains(want), "{e:?} should contain {want:?}");
         }
         assert!(matches!(Maze::parse("# nothing\n", "t"), Err(MazeError::NoDimensions { .. })));
+        // Typed: what was wrong, where, and what was expected.
+        assert!(matches!(
+            Maze::parse("d 2 2 1\np 0 0 0 5 0 0\n", "t"),
+            Err(MazeError::Line { line: 2, what: BadLine::Outside { what: "destination", at: [5, 0, 0], .. }, .. })
+        ));
+        assert!(matches!(
+            Maze::parse("d 2 2\n", "t"),
+            Err(MazeError::Line { line: 1, what: BadLine::ValueCount { item: 'd', found: 2, form: "d X Y Z" }, .. })
+        ));
+        assert!(matches!(
+            Maze::parse("d 2 2 99999999999\n", "t"),
+            Err(MazeError::Line {
+                what: BadLine::Dims(BadDims::TooManyCells { cells: Some(399_999_999_996), .. }),
+                ..
+            })
+        ));
+        let d = Dims { x: 4, y: 4, z: 1 };
+        assert!(matches!(Maze::random(d, 1, 0, 101), Err(MazeError::WallPercent { percent: 101 })));
+        assert!(matches!(Maze::random(d, MAX_PAIRS + 1, 0, 0), Err(MazeError::TooManyPairs { .. })));
     }
 
     #[test]

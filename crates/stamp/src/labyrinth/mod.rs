@@ -32,11 +32,12 @@ use std::time::Instant;
 
 use clap::value_parser;
 
-pub use maze::{Dims, MAX_CELLS, MAX_PAIRS, Maze, MazeError};
+pub use maze::{BadDims, BadLine, Dims, MAX_CELLS, MAX_PAIRS, Maze, MazeError};
 pub use router::{Costs, Router};
-pub use solve::{Routing, run_sequential, run_skeleton};
+pub use solve::{BadRouting, Cell, RouteProblem, Routing, run_sequential, run_skeleton};
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::check::CheckFailed;
 use crate::figures::LabyrinthFigures;
 
 /// The application (see the [module docs](self)).
@@ -175,6 +176,7 @@ impl App for Labyrinth {
             threads: if common.sequential { 1 } else { args.threads },
             sequential: common.sequential,
         };
-        Ok(Outcome { app: Self::NAME, report, time, check: maze.check(&routing), figures: figures.into() })
+        let check = maze.check(&routing).map_err(|e| CheckFailed::new(Self::NAME, e));
+        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
     }
 }

@@ -10,6 +10,7 @@ use skelaff_worklist::{Affinity, ProcessCtx, RunReport, Skeleton, WorkerInfo};
 use super::maze::{Dims, EMPTY, ENDPOINT, Maze, PATH_BASE, WALL};
 use super::router::{Costs, Router};
 use crate::app::{AppError, CommonArgs};
+use crate::check::Problems;
 
 /// The result of routing: per pair its path (cells from source to
 /// destination) or `None`, and the grid as the run left it.
@@ -57,7 +58,8 @@ impl Maze {
     ///
     /// # Errors
     ///
-    /// What is wrong, with the first few offending pairs or cells.
+    /// [`BadRouting`]: what is wrong, with the first few offending pairs or
+    /// cells.
     ///
     /// # Examples
     ///
@@ -71,50 +73,44 @@ impl Maze {
     /// assert!(m.check(&r).is_err());
     /// # Ok::<(), skelaff_stamp::labyrinth::MazeError>(())
     /// ```
-    pub fn check(&self, r: &Routing) -> Result<String, String> {
+    pub fn check(&self, r: &Routing) -> Result<String, BadRouting> {
         let cells = self.dims.cells();
         if r.paths.len() != self.pairs.len() || r.grid.len() != cells {
-            return Err(format!(
-                "result has {} paths and {} cells for {} pairs and {cells} cells",
-                r.paths.len(),
-                r.grid.len(),
-                self.pairs.len()
-            ));
+            return Err(BadRouting::Shape { paths: r.paths.len(), grid: r.grid.len(), pairs: self.pairs.len(), cells });
         }
         let mut expect = self.initial_grid();
-        let mut problems = Vec::new();
-        let mut note = |p: String| problems.push(p);
+        let mut problems = Problems::default();
         for (k, path) in r.paths.iter().enumerate() {
             let Some(path) = path else { continue };
-            let (src, dst) = self.pairs[k];
-            if path.len() < 2 || path[0] != src || path[path.len() - 1] != dst {
-                note(format!("path {k} does not run from its source {src} to its destination {dst}"));
+            let (start, end) = self.pairs[k];
+            if path.len() < 2 || path[0] != start || path[path.len() - 1] != end {
+                problems.note(RouteProblem::Ends { pair: k, start, end });
                 continue;
             }
-            if let Some(&c) = path.iter().find(|&&c| c as usize >= cells) {
-                note(format!("path {k} leaves the grid at cell {c}"));
+            if let Some(&cell) = path.iter().find(|&&c| c as usize >= cells) {
+                problems.note(RouteProblem::LeavesGrid { pair: k, cell });
                 continue;
             }
             if let Some(w) = path.windows(2).find(|w| !self.dims.adjacent(w[0], w[1])) {
-                note(format!("path {k} jumps from cell {} to non-adjacent cell {}", w[0], w[1]));
+                problems.note(RouteProblem::Jumps { pair: k, from: w[0], to: w[1] });
                 continue;
             }
             for &c in &path[1..path.len() - 1] {
                 match expect[c as usize] {
                     EMPTY => expect[c as usize] = PATH_BASE + k as u32,
-                    WALL => note(format!("path {k} crosses the wall at cell {c}")),
-                    ENDPOINT => note(format!("path {k} passes through the endpoint at cell {c}")),
-                    other => note(format!("paths {k} and {} share cell {c}", other - PATH_BASE)),
+                    WALL => problems.note(RouteProblem::CrossesWall { pair: k, cell: c }),
+                    ENDPOINT => problems.note(RouteProblem::ThroughEndpoint { pair: k, cell: c }),
+                    other => problems.note(RouteProblem::Shared { pair: k, other: other - PATH_BASE, cell: c }),
                 }
             }
         }
         if let Some(c) = (0..cells).find(|&c| r.grid[c] != expect[c]) {
-            let n = (0..cells).filter(|&c| r.grid[c] != expect[c]).count();
-            note(format!(
-                "{n} cells of the grid disagree with the paths (first: cell {c} holds {}, the paths say {})",
-                describe(r.grid[c]),
-                describe(expect[c])
-            ));
+            problems.note(RouteProblem::GridDisagrees {
+                cells: (0..cells).filter(|&c| r.grid[c] != expect[c]).count(),
+                first: c,
+                holds: Cell::of(r.grid[c]),
+                paths_say: Cell::of(expect[c]),
+            });
         }
         let mut unrouted = 0usize;
         let mut router = Router::new(self.dims);
@@ -123,30 +119,153 @@ impl Maze {
             let (src, dst) = self.pairs[k];
             let unit = Costs { x: 1, y: 1, z: 1, bend: 0 };
             if router.route(self.dims, unit, src, dst, |c| expect[c as usize] == EMPTY).is_some() {
-                note(format!("pair {k} was left unrouted, but the final grid still has a path for it"));
+                problems.note(RouteProblem::StillRoutable { pair: k });
             }
         }
-        if problems.is_empty() {
-            Ok(format!(
-                "{} of {} pairs routed: every path connected from source to destination, disjoint, clear of walls and endpoints, and matching the grid; the {unrouted} unrouted pairs have no path left",
-                r.routed(),
-                self.pairs.len()
-            ))
-        } else {
-            let n = problems.len();
-            problems.truncate(5);
-            Err(format!("{n} problems: {}", problems.join("; ")))
+        problems.into_result(()).map_err(BadRouting::Problems)?;
+        Ok(format!(
+            "{} of {} pairs routed: every path connected from source to destination, disjoint, clear of walls and endpoints, and matching the grid; the {unrouted} unrouted pairs have no path left",
+            r.routed(),
+            self.pairs.len()
+        ))
+    }
+}
+
+/// What labyrinth's self-check found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadRouting {
+    /// The result does not have one path per pair and one value per cell.
+    #[error("result has {paths} paths and {grid} cells for {pairs} pairs and {cells} cells")]
+    Shape {
+        /// Paths in the result.
+        paths: usize,
+        /// Cells of the result's grid.
+        grid: usize,
+        /// Pairs in the maze.
+        pairs: usize,
+        /// Cells in the maze.
+        cells: usize,
+    },
+    /// Paths that are not paths, overlap, or disagree with the grid.
+    #[error("{0}")]
+    Problems(Problems<RouteProblem>),
+}
+
+/// What a cell of a routed grid holds, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// Nothing.
+    Empty,
+    /// A wall.
+    Wall,
+    /// A source or destination.
+    Endpoint,
+    /// A cell on this pair's path.
+    Path(u32),
+}
+
+impl Cell {
+    /// The cell a grid value ([`Routing::grid`]) stands for.
+    pub fn of(v: u32) -> Cell {
+        match v {
+            EMPTY => Cell::Empty,
+            WALL => Cell::Wall,
+            ENDPOINT => Cell::Endpoint,
+            p => Cell::Path(p - PATH_BASE),
         }
     }
 }
 
-fn describe(v: u32) -> String {
-    match v {
-        EMPTY => "nothing".into(),
-        WALL => "a wall".into(),
-        ENDPOINT => "an endpoint".into(),
-        p => format!("path {}", p - PATH_BASE),
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cell::Empty => f.write_str("nothing"),
+            Cell::Wall => f.write_str("a wall"),
+            Cell::Endpoint => f.write_str("an endpoint"),
+            Cell::Path(p) => write!(f, "path {p}"),
+        }
     }
+}
+
+/// One problem labyrinth's self-check found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteProblem {
+    /// A path that does not run from its pair's source to its destination.
+    #[error("path {pair} does not run from its source {start} to its destination {end}")]
+    Ends {
+        /// The pair.
+        pair: usize,
+        /// Its source cell.
+        start: u32,
+        /// Its destination cell.
+        end: u32,
+    },
+    /// A path through a cell the grid does not have.
+    #[error("path {pair} leaves the grid at cell {cell}")]
+    LeavesGrid {
+        /// The pair.
+        pair: usize,
+        /// The cell.
+        cell: u32,
+    },
+    /// A path with consecutive cells that do not share a face.
+    #[error("path {pair} jumps from cell {from} to non-adjacent cell {to}")]
+    Jumps {
+        /// The pair.
+        pair: usize,
+        /// The cell before the jump.
+        from: u32,
+        /// The cell after it.
+        to: u32,
+    },
+    /// A path through a wall.
+    #[error("path {pair} crosses the wall at cell {cell}")]
+    CrossesWall {
+        /// The pair.
+        pair: usize,
+        /// The wall.
+        cell: u32,
+    },
+    /// A path through another pair's endpoint.
+    #[error("path {pair} passes through the endpoint at cell {cell}")]
+    ThroughEndpoint {
+        /// The pair.
+        pair: usize,
+        /// The endpoint.
+        cell: u32,
+    },
+    /// Two paths through one cell.
+    #[error("paths {pair} and {other} share cell {cell}")]
+    Shared {
+        /// The later pair.
+        pair: usize,
+        /// The pair that claimed the cell first.
+        other: u32,
+        /// The cell.
+        cell: u32,
+    },
+    /// The run's grid is not the one the paths make.
+    #[error(
+        "{cells} cells of the grid disagree with the paths (first: cell {first} holds {holds}, the paths say {paths_say})"
+    )]
+    GridDisagrees {
+        /// How many cells.
+        cells: usize,
+        /// The first of them.
+        first: usize,
+        /// What the run's grid holds there.
+        holds: Cell,
+        /// What the paths put there.
+        paths_say: Cell,
+    },
+    /// A pair left unrouted although the final grid has a path for it.
+    #[error("pair {pair} was left unrouted, but the final grid still has a path for it")]
+    StillRoutable {
+        /// The pair.
+        pair: usize,
+    },
 }
 
 /// The sequential version: routes the pairs one after the other, in

@@ -4,6 +4,119 @@ use std::collections::HashMap;
 
 use super::client::{Kind, info_parts};
 
+/// A table whose red-black tree is broken (what reading the tables back
+/// after a run found; the cause of [`BadTables::Broken`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {table} table's tree is broken")]
+pub struct BrokenTable {
+    /// The table's name (`car`, `flight`, `room` or `customer`).
+    pub table: &'static str,
+    /// The invariant that does not hold.
+    #[source]
+    pub invariant: skelaff_stm::collections::Broken,
+}
+
+/// What vacation's self-check found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadTables {
+    /// The tables could not be read: a red-black tree is broken.
+    #[error("the tables cannot be read back")]
+    Broken(#[source] BrokenTable),
+    /// Transactions met a state the client cannot be in: a reservation
+    /// missing or not in use while cancelling.
+    #[error(
+        "{count} transactions met an impossible reservation state (a reservation missing or not in use while cancelling)"
+    )]
+    Anomalies {
+        /// How many.
+        count: u64,
+    },
+    /// A customer id out of order or out of range.
+    #[error("customer id {customer} out of order (after {previous}) or outside 1..={relations}")]
+    CustomerId {
+        /// The id.
+        customer: u32,
+        /// The id before it (0 for the first).
+        previous: u32,
+        /// The most an id may be.
+        relations: u32,
+    },
+    /// A customer's reservation list out of order, or naming a table that
+    /// does not exist.
+    #[error("customer {customer}: reservation list unordered at {id} or of unknown kind {kind}")]
+    Reservations {
+        /// The customer.
+        customer: u32,
+        /// The table index of the reservation (0 to 2 exist).
+        kind: u32,
+        /// The reservation's entry id.
+        id: u32,
+    },
+    /// A customer paid a negative price.
+    #[error("customer {customer} paid a negative price {price}")]
+    NegativePrice {
+        /// The customer.
+        customer: u32,
+        /// The price.
+        price: i64,
+    },
+    /// An entry id out of order or out of range.
+    #[error("{} {id}: id out of order (after {previous}) or outside 1..={relations}", kind.name())]
+    EntryId {
+        /// Its table.
+        kind: Kind,
+        /// The id.
+        id: u32,
+        /// The id before it in the table (0 for the first).
+        previous: u32,
+        /// The most an id may be.
+        relations: u32,
+    },
+    /// An entry with a negative count or price, or an empty entry left in
+    /// its table.
+    #[error(
+        "{} {}: negative count or price, or an empty entry left in the table (used {}, free {}, total {}, price {})",
+        kind.name(), entry.id, entry.used, entry.free, entry.total, entry.price
+    )]
+    EntryValues {
+        /// Its table.
+        kind: Kind,
+        /// The entry.
+        entry: Entry,
+    },
+    /// An entry whose used and free counts do not add up to its total.
+    #[error("{} {}: used {} + free {} != total {}", kind.name(), entry.id, entry.used, entry.free, entry.total)]
+    EntrySum {
+        /// Its table.
+        kind: Kind,
+        /// The entry.
+        entry: Entry,
+    },
+    /// An entry whose used count is not the number of customers holding it.
+    #[error("{} {id}: {holders} customers hold one but its used count is {used}", kind.name())]
+    Holders {
+        /// Its table.
+        kind: Kind,
+        /// Its id.
+        id: u32,
+        /// Customers holding it.
+        holders: i64,
+        /// Its used count.
+        used: i64,
+    },
+    /// Customers hold an entry that is not in its table.
+    #[error("{holders} customers hold a {} {id} that is not in its table", kind.name())]
+    Missing {
+        /// The table.
+        kind: Kind,
+        /// The entry id.
+        id: u32,
+        /// Customers holding it.
+        holders: i64,
+    },
+}
+
 /// One reservation entry as it stands after a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Entry {
@@ -54,24 +167,24 @@ impl Snapshot {
     ///
     /// # Errors
     ///
-    /// The first violation found, described.
-    pub fn check(&self, relations: u32) -> Result<String, String> {
+    /// The first violation found, as a [`BadTables`].
+    pub fn check(&self, relations: u32) -> Result<String, BadTables> {
         let mut held: HashMap<(u32, u32), i64> = HashMap::new();
         let mut last = 0;
-        for &(cid, ref list) in &self.customers {
-            if cid == 0 || cid > relations || cid <= last {
-                return Err(format!("customer id {cid} out of order or outside 1..={relations}"));
+        for &(customer, ref list) in &self.customers {
+            if customer == 0 || customer > relations || customer <= last {
+                return Err(BadTables::CustomerId { customer, previous: last, relations });
             }
-            last = cid;
+            last = customer;
             let mut prev = None;
             for &(key, price) in list {
                 let (kind, id) = info_parts(key);
                 if kind > 2 || prev.is_some_and(|p| p >= key) {
-                    return Err(format!("customer {cid}: reservation list unordered or of unknown kind {kind}"));
+                    return Err(BadTables::Reservations { customer, kind, id });
                 }
                 prev = Some(key);
                 if price < 0 {
-                    return Err(format!("customer {cid} paid a negative price {price}"));
+                    return Err(BadTables::NegativePrice { customer, price });
                 }
                 *held.entry((kind, id)).or_default() += 1;
             }
@@ -80,33 +193,25 @@ impl Snapshot {
         for kind in Kind::ALL {
             let mut last = 0;
             for e in &self.tables[kind as usize] {
-                let what = format!("{} {}", kind.name(), e.id);
                 if e.id == 0 || e.id > relations || e.id <= last {
-                    return Err(format!("{what}: id out of order or outside 1..={relations}"));
+                    return Err(BadTables::EntryId { kind, id: e.id, previous: last, relations });
                 }
                 last = e.id;
                 if e.used < 0 || e.free < 0 || e.total < 1 || e.price < 0 {
-                    return Err(format!(
-                        "{what}: negative count or price, or an empty entry left in the table \
-                         (used {}, free {}, total {}, price {})",
-                        e.used, e.free, e.total, e.price
-                    ));
+                    return Err(BadTables::EntryValues { kind, entry: *e });
                 }
                 if e.used + e.free != e.total {
-                    return Err(format!("{what}: used {} + free {} != total {}", e.used, e.free, e.total));
+                    return Err(BadTables::EntrySum { kind, entry: *e });
                 }
-                let h = held.remove(&(kind as u32, e.id)).unwrap_or(0);
-                if h != e.used {
-                    return Err(format!("{what}: {h} customers hold one but its used count is {}", e.used));
+                let holders = held.remove(&(kind as u32, e.id)).unwrap_or(0);
+                if holders != e.used {
+                    return Err(BadTables::Holders { kind, id: e.id, holders, used: e.used });
                 }
                 entries += 1;
             }
         }
-        if let Some(((kind, id), n)) = held.into_iter().next() {
-            return Err(format!(
-                "{n} customers hold a {} {id} that is not in its table",
-                Kind::from_index(kind).name()
-            ));
+        if let Some(((kind, id), holders)) = held.into_iter().next() {
+            return Err(BadTables::Missing { kind: Kind::from_index(kind), id, holders });
         }
         Ok(format!(
             "{entries} entries consistent (used + free = total, no negative counts), \

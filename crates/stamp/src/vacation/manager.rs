@@ -3,7 +3,7 @@
 
 use skelaff_stm::{TBTreeMap, TList, TPtr, TVar, TxError, TxOps, atomically};
 
-use super::check::{Entry, Snapshot};
+use super::check::{BrokenTable, Entry, Snapshot};
 use super::client::{Kind, Tables, info_key, info_parts};
 
 /// One reservation entry (STAMP's `reservation_t`): how many units exist,
@@ -192,17 +192,6 @@ impl<'m, X: TxOps<'m>> Tables for TxTables<'_, 'm, X> {
         let total = self.tx.read(&r.total)?;
         self.add_reservation(Kind::Flight, id, -total, -1)
     }
-}
-
-/// A table whose red-black tree is broken (what [`Manager::snapshot`]
-/// found).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the {table} table's tree is broken: {invariant}")]
-pub(crate) struct BrokenTable {
-    /// The table's name.
-    pub(crate) table: &'static str,
-    /// The invariant that does not hold.
-    pub(crate) invariant: skelaff_stm::collections::Broken,
 }
 
 impl Manager {

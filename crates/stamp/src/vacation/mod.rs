@@ -110,10 +110,11 @@ use std::time::{Duration, Instant};
 use skelaff_stm::{TxError, TxOps, atomically};
 use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
-pub use check::{Entry, Snapshot};
+pub use check::{BadTables, BrokenTable, Entry, Snapshot};
 pub use client::Kind;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::check::CheckFailed;
 use crate::figures::{VacationActions, VacationFigures};
 use crate::plain::UninstrumentedTx;
 use client::{Workload, initial_entries, populate};
@@ -328,7 +329,7 @@ impl App for Vacation {
                 }
                 SequentialTables::Stamp => {
                     let (m, anomalies, time) = run_sequential_stamp(args, &workload, common.shuffle);
-                    (m.snapshot().map_err(|e| e.to_string()), anomalies, time, None)
+                    (m.snapshot().map_err(BadTables::Broken), anomalies, time, None)
                 }
             }
         } else {
@@ -347,7 +348,7 @@ impl App for Vacation {
             let report = common.run(&mut wl)?;
             let time = start.elapsed();
             let anomalies = shared.anomalies.load(Ordering::Relaxed);
-            (shared.manager.snapshot().map_err(|e| e.to_string()), anomalies, time, Some(report))
+            (shared.manager.snapshot().map_err(BadTables::Broken), anomalies, time, Some(report))
         };
         Ok(outcome(args, &workload, snapshot, anomalies, time, report))
     }
@@ -356,7 +357,7 @@ impl App for Vacation {
 fn outcome(
     args: &VacationArgs,
     w: &Workload,
-    snapshot: Result<Snapshot, String>,
+    snapshot: Result<Snapshot, BadTables>,
     anomalies: u64,
     time: Duration,
     report: Option<skelaff_worklist::RunReport>,
@@ -388,10 +389,11 @@ fn outcome(
         figures.tables_digest = Some(format!("{:016x}", s.digest()));
         let ok = s.check(args.relations)?;
         if anomalies > 0 {
-            return Err(format!("{anomalies} transactions met a reservation missing or not in use while cancelling"));
+            return Err(BadTables::Anomalies { count: anomalies });
         }
         Ok(ok)
     });
+    let check = check.map_err(|e| CheckFailed::new(Vacation::NAME, e));
     Outcome { app: Vacation::NAME, report, time, check, figures: figures.into() }
 }
 
@@ -457,12 +459,14 @@ impl ClientBench {
     ///
     /// # Errors
     ///
-    /// What the check found wrong.
-    pub fn check(&self, relations: u32) -> Result<String, String> {
+    /// What the check found wrong: [`BadTables::Anomalies`] for impossible
+    /// states met, [`BadTables::Broken`] for a broken tree, or what
+    /// [`Snapshot::check`] finds.
+    pub fn check(&self, relations: u32) -> Result<String, BadTables> {
         if self.anomalies > 0 {
-            return Err(format!("{} transactions met an impossible reservation state", self.anomalies));
+            return Err(BadTables::Anomalies { count: self.anomalies });
         }
-        self.manager.snapshot().map_err(|e| e.to_string())?.check(relations)
+        self.manager.snapshot().map_err(BadTables::Broken)?.check(relations)
     }
 }
 

@@ -51,8 +51,9 @@ impl Mesh {
     ///
     /// # Errors
     ///
-    /// The first problem found.
-    pub fn check(&self, expected: usize) -> Result<MeshSummary, String> {
+    /// The first problem found: [`BadMesh::Refinable`] for a bad triangle
+    /// that could still be refined, else as [`Mesh::check_consistency`].
+    pub fn check(&self, expected: usize) -> Result<MeshSummary, BadMesh> {
         let (mut sum, bad) = self.consistency(expected)?;
         let mut s = Scratch::default();
         // SAFETY: the caller has the mesh to itself (the walk needed that
@@ -64,14 +65,13 @@ impl Mesh {
                 Ok(true) => {
                     // SAFETY: reachable, alive.
                     let e = unsafe { el(p) };
-                    return Err(format!(
-                        "triangle {} (smallest angle {:.3} degrees, bound {}) is still bad and could be refined",
-                        describe(&e.shape.points),
-                        e.shape.min_angle,
-                        self.bound
-                    ));
+                    return Err(BadMesh::Refinable {
+                        triangle: Corners::of(&e.shape.points),
+                        min_angle: e.shape.min_angle,
+                        bound: self.bound,
+                    });
                 }
-                Err(e) => return Err(format!("probing a bad triangle failed: {e:?}")),
+                Err(e) => return Err(BadMesh::Probe(e)),
             }
         }
         Ok(sum)
@@ -90,16 +90,16 @@ impl Mesh {
     ///
     /// # Errors
     ///
-    /// The first problem found.
-    pub fn check_consistency(&self, expected: usize) -> Result<MeshSummary, String> {
+    /// The first problem found, as a [`BadMesh`].
+    pub fn check_consistency(&self, expected: usize) -> Result<MeshSummary, BadMesh> {
         self.consistency(expected).map(|(s, _)| s)
     }
 
-    fn consistency(&self, expected: usize) -> Result<(MeshSummary, Vec<ElemPtr>), String> {
-        let Some(root) = self.root.load() else { return Err("the mesh has no root element".into()) };
+    fn consistency(&self, expected: usize) -> Result<(MeshSummary, Vec<ElemPtr>), BadMesh> {
+        let Some(root) = self.root.load() else { return Err(BadMesh::NoRoot) };
         // SAFETY: the caller has the mesh to itself; the root is alive.
         if unsafe { el(root) }.state.load() & GARBAGE != 0 {
-            return Err("the root element was removed from the mesh".into());
+            return Err(BadMesh::RootRemoved);
         }
         let mut elements = Vec::new();
         self.walk(|p| elements.push(p));
@@ -117,14 +117,14 @@ impl Mesh {
             // SAFETY: reachable from the root, which the caller has to itself.
             let e = unsafe { el(p) };
             let s = &e.shape;
-            let at = || describe(&e.shape.points[..e.shape.corners as usize]);
+            let at = || Corners::of(&e.shape.points[..e.shape.corners as usize]);
             sum.digest = sum.digest.wrapping_add(element_digest(&s.points[..s.corners as usize]));
             let state = e.state.load();
             if state & GARBAGE != 0 {
-                return Err(format!("element {} is linked into the mesh but marked removed", at()));
+                return Err(BadMesh::Removed { element: at() });
             }
             if (state & ROOT != 0) != (p == root) {
-                return Err(format!("element {} disagrees with the mesh about being its root", at()));
+                return Err(BadMesh::RootFlag { element: at() });
             }
             if s.is_segment() {
                 sum.segments += 1;
@@ -132,12 +132,12 @@ impl Mesh {
                     segments.entry(s.points[a].bits()).or_default().push(s.points[b]);
                 }
                 if e.neighbors[0].load().is_none() {
-                    return Err(format!("segment {} borders no triangle", at()));
+                    return Err(BadMesh::LoneSegment { segment: at() });
                 }
             } else {
                 sum.triangles += 1;
                 if s.area2() == 0.0 || !s.area2().is_finite() {
-                    return Err(format!("triangle {} is degenerate", at()));
+                    return Err(BadMesh::Degenerate { triangle: at() });
                 }
                 sum.min_angle = sum.min_angle.min(s.min_angle);
                 if s.is_bad() || s.below(self.bound) {
@@ -151,38 +151,34 @@ impl Mesh {
                 // sound in the first place: links point at live elements).
                 let n = unsafe { el(q) };
                 let Some(j) = n.shape.edge_index(&edge) else {
-                    return Err(format!(
-                        "{} is linked to {} along an edge the latter does not have",
-                        at(),
-                        describe(&n.shape.points[..n.shape.corners as usize])
-                    ));
+                    return Err(BadMesh::ForeignEdge {
+                        element: at(),
+                        neighbour: Corners::of(&n.shape.points[..n.shape.corners as usize]),
+                    });
                 };
                 if n.neighbors[j].load() != Some(p) {
-                    return Err(format!("the link from {} is not returned by its neighbour", at()));
+                    return Err(BadMesh::OneWayLink { element: at() });
                 }
                 if !s.is_segment() && !n.shape.is_segment() {
                     let o1 = orient(&edge.first, &edge.second, &s.apex(k));
                     let o2 = orient(&edge.first, &edge.second, &n.shape.apex(j));
                     // Opposite sides, strictly (a NaN orientation fails too).
                     if (o1 * o2).partial_cmp(&0.0) != Some(std::cmp::Ordering::Less) {
-                        return Err(format!("triangles {} and its neighbour overlap (the mesh folds)", at()));
+                        return Err(BadMesh::Folds { triangle: at() });
                     }
                 }
             }
         }
         self.check_boundary(&segments, sum.segments)?;
         if sum.elements != expected {
-            return Err(format!(
-                "{} elements reachable, but the input's {} and the units' additions make {expected}",
-                sum.elements, self.initial_elements
-            ));
+            return Err(BadMesh::ElementCount { reachable: sum.elements, initial: self.initial_elements, expected });
         }
         Ok((sum, bad))
     }
 
     /// Every input segment is covered by a chain of segments from one end
     /// to the other, along it; and every segment is on such a chain.
-    fn check_boundary(&self, ends: &HashMap<(u64, u64), Vec<Point>>, count: usize) -> Result<(), String> {
+    fn check_boundary(&self, ends: &HashMap<(u64, u64), Vec<Point>>, count: usize) -> Result<(), BadMesh> {
         let mut used = 0;
         for s in &self.input_segments {
             let (a, b) = (s.first, s.second);
@@ -197,23 +193,18 @@ impl Mesh {
                     })
                 });
                 let Some(q) = next else {
-                    return Err(format!(
-                        "input segment {} is not covered: no segment continues it from ({}, {})",
-                        describe(&[a, b]),
-                        at.x,
-                        at.y
-                    ));
+                    return Err(BadMesh::Uncovered { segment: Corners::of(&[a, b]), at });
                 };
                 at = q;
                 steps += 1;
                 if steps > count {
-                    return Err(format!("input segment {} is covered by a chain that does not end", describe(&[a, b])));
+                    return Err(BadMesh::EndlessChain { segment: Corners::of(&[a, b]) });
                 }
             }
             used += steps;
         }
         if used != count {
-            return Err(format!("{count} segments in the mesh, {used} of them on the input's boundary segments"));
+            return Err(BadMesh::StraySegments { segments: count, on_boundary: used });
         }
         Ok(())
     }
@@ -233,7 +224,183 @@ fn element_digest(corners: &[Point]) -> u64 {
     bits.iter().fold(corners.len() as u64, |h, &(x, y)| mix(mix(h ^ x) ^ y))
 }
 
-fn describe(points: &[Point]) -> String {
-    let v: Vec<String> = points.iter().map(|p| format!("({}, {})", p.x, p.y)).collect();
-    v.join("-")
+/// An element's corners (two for a segment, three for a triangle), for
+/// messages: `(x, y)-(x, y)-(x, y)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Corners(pub Vec<Point>);
+
+impl Corners {
+    fn of(points: &[Point]) -> Corners {
+        Corners(points.to_vec())
+    }
+}
+
+impl fmt::Display for Corners {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("-")?;
+            }
+            write!(f, "({}, {})", p.x, p.y)?;
+        }
+        Ok(())
+    }
+}
+
+/// What yada's self-check found wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadMesh {
+    /// No root element.
+    #[error("the mesh has no root element")]
+    NoRoot,
+    /// The root element is marked removed.
+    #[error("the root element was removed from the mesh")]
+    RootRemoved,
+    /// An element reachable from the root but marked removed.
+    #[error("element {element} is linked into the mesh but marked removed")]
+    Removed {
+        /// The element.
+        element: Corners,
+    },
+    /// An element whose root flag disagrees with the mesh's root.
+    #[error("element {element} disagrees with the mesh about being its root")]
+    RootFlag {
+        /// The element.
+        element: Corners,
+    },
+    /// A segment with no triangle beside it.
+    #[error("segment {segment} borders no triangle")]
+    LoneSegment {
+        /// The segment.
+        segment: Corners,
+    },
+    /// A triangle of zero (or not finite) area.
+    #[error("triangle {triangle} is degenerate")]
+    Degenerate {
+        /// The triangle.
+        triangle: Corners,
+    },
+    /// A neighbour link along an edge the neighbour does not have.
+    #[error("{element} is linked to {neighbour} along an edge the latter does not have")]
+    ForeignEdge {
+        /// The element.
+        element: Corners,
+        /// Its neighbour.
+        neighbour: Corners,
+    },
+    /// A neighbour link that the neighbour does not return.
+    #[error("the link from {element} is not returned by its neighbour")]
+    OneWayLink {
+        /// The element.
+        element: Corners,
+    },
+    /// Two neighbouring triangles on the same side of their shared edge.
+    #[error("triangles {triangle} and its neighbour overlap (the mesh folds)")]
+    Folds {
+        /// One of them.
+        triangle: Corners,
+    },
+    /// An input boundary segment not covered by the mesh's segments.
+    #[error("input segment {segment} is not covered: no segment continues it from ({}, {})", at.x, at.y)]
+    Uncovered {
+        /// The input segment.
+        segment: Corners,
+        /// Where the chain of segments along it stops.
+        at: Point,
+    },
+    /// A chain of segments along an input segment that does not end.
+    #[error("input segment {segment} is covered by a chain that does not end")]
+    EndlessChain {
+        /// The input segment.
+        segment: Corners,
+    },
+    /// Segments that lie on no input boundary segment.
+    #[error("{segments} segments in the mesh, {on_boundary} of them on the input's boundary segments")]
+    StraySegments {
+        /// Segments in the mesh.
+        segments: usize,
+        /// Of which on the input's boundary segments.
+        on_boundary: usize,
+    },
+    /// Another number of elements than the input's and the units' additions.
+    #[error("{reachable} elements reachable, but the input's {initial} and the units' additions make {expected}")]
+    ElementCount {
+        /// Elements reachable from the root.
+        reachable: usize,
+        /// The input's elements.
+        initial: usize,
+        /// The input's plus the units' additions.
+        expected: usize,
+    },
+    /// The units removed more elements than the input and they added.
+    #[error("a negative element count ({expected}): the units removed more elements than there were")]
+    NegativeCount {
+        /// The input's elements plus the units' additions.
+        expected: i64,
+    },
+    /// A triangle still below the angle bound that a refinement step
+    /// would change.
+    #[error(
+        "triangle {triangle} (smallest angle {min_angle:.3} degrees, bound {bound}) is still bad and could be refined"
+    )]
+    Refinable {
+        /// The triangle.
+        triangle: Corners,
+        /// Its smallest angle, in degrees.
+        min_angle: f64,
+        /// The angle bound, in degrees.
+        bound: f64,
+    },
+    /// Probing whether a bad triangle could be refined failed.
+    #[error("probing a bad triangle failed")]
+    Probe(#[source] skelaff_stm::TxError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::input::Triangulation;
+    use super::super::mesh::set_unpublished;
+    use super::*;
+
+    /// The unit square cut along its diagonal: two triangles, four segments.
+    fn square() -> Mesh {
+        let points = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)].map(|(x, y)| Point { x, y }).to_vec();
+        let t = Triangulation {
+            points,
+            segments: vec![[0, 1], [1, 2], [2, 3], [3, 0]],
+            triangles: vec![[0, 1, 2], [0, 2, 3]],
+        };
+        Mesh::build(&t, 20.0).unwrap().mesh
+    }
+
+    #[test]
+    fn a_corrupted_mesh_fails_with_the_typed_failure() {
+        let mesh = square();
+        let n = mesh.len();
+        assert_eq!(mesh.check(n).map(|s| (s.triangles, s.segments)), Ok((2, 4)));
+        assert_eq!(mesh.check(n + 1), Err(BadMesh::ElementCount { reachable: n, initial: n, expected: n + 1 }));
+
+        // One triangle forgets the other: the other's link is one-way.
+        let mut all = Vec::new();
+        mesh.walk(|p| all.push(p));
+        // SAFETY: the test has the mesh to itself; walked elements are alive.
+        let triangle = |p: ElemPtr| !unsafe { el(p) }.shape.is_segment();
+        let p = all.iter().copied().find(|&p| triangle(p)).unwrap();
+        // SAFETY: as above.
+        let e = unsafe { el(p) };
+        let q = e.neighbors.iter().filter_map(|l| l.load()).find(|&q| triangle(q)).unwrap();
+        // SAFETY: as above.
+        let back = unsafe { el(q) }.neighbors.iter().find(|l| l.load() == Some(p)).unwrap();
+        set_unpublished(back, None);
+        let corners = Corners::of(&e.shape.points[..e.shape.corners as usize]);
+        assert_eq!(mesh.check(n), Err(BadMesh::OneWayLink { element: corners.clone() }));
+        assert_eq!(
+            mesh.check_consistency(n).unwrap_err().to_string(),
+            format!("the link from {corners} is not returned by its neighbour")
+        );
+        // Restored, so that the mesh frees its elements as built.
+        set_unpublished(back, Some(p));
+        assert!(mesh.check(n).is_ok());
+    }
 }

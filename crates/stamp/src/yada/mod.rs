@@ -62,13 +62,14 @@ use std::time::Instant;
 use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
 
-pub use check::MeshSummary;
+pub use check::{BadMesh, Corners, MeshSummary};
 pub use geometry::{Edge, Point, Shape, angle, orient};
 pub use input::{InputError, MAX_ENTRIES, Triangulation, read_text};
 pub use mesh::{BadElement, Built, Mesh, MeshError};
 pub use order::stamp_shuffle;
 
 use crate::app::{App, AppError, CommonArgs, Outcome};
+use crate::check::CheckFailed;
 use crate::figures::YadaFigures;
 use crate::plain::UninstrumentedTx;
 use mesh::el;
@@ -418,13 +419,14 @@ impl App for Yada {
             mesh_digest: None,
         };
         let check = usize::try_from(expected)
-            .map_err(|_| format!("a negative element count ({expected})"))
+            .map_err(|_| BadMesh::NegativeCount { expected })
             .and_then(|n| mesh.check(n))
             .map(|s| {
                 figures.min_angle = Some(s.min_angle);
                 figures.mesh_digest = Some(format!("{:016x}", s.digest));
                 format!("final mesh: {s}")
-            });
+            })
+            .map_err(|e| CheckFailed::new(Self::NAME, e));
         Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
     }
 }
