@@ -35,8 +35,10 @@ The figures (the first of each example is the one its issue was about):
                      class B, 2 threads), its fraction of the STREAM triad
   nas_cg             Mop/s (class A, 2 threads; zeta must verify)
   helpers            the pointer chase's speedup with helpers on (and
-                     adaptive) over off; each STAMP app's off/on; the idle
-                     helper's cost (default policy / off) per unit length
+                     adaptive, and with a prefetch hint) over off; each STAMP
+                     app's off/on (its small input, one example round per
+                     A/B round); the idle helper's cost (default policy / off)
+                     per unit length
   skeleton_overhead  ns per empty unit of skelaff (per-node and shared
                      queue) over the plain crossbeam-deque loop, 1 and 2
                      threads
@@ -48,7 +50,11 @@ round's value and the loads. Exits 1 if a run fails, a self-check or
 verification fails (intset's size check, spmv's result, nas_cg's zeta), or
 a figure is missing from a run's JSON.
 
-The lead's run (5 rounds; about 11 minutes on a quiet 2-core machine):
+The arguments of the two builds' examples and the fields this script reads
+are the same at 0d7f4e6 (before issue 39) and after it; only the features
+the build needs differ (see above). The lead's run (5 rounds; one round
+took about 2 minutes at nice 19 on a loaded 2-core machine, so 8-10
+minutes in all):
 
     python3 scripts/figures-ab.py 5 /work/ab/fig-old /work/ab/fig-new --json
 """
@@ -197,7 +203,7 @@ EXAMPLES = {
     },
     "alloc_bench": {
         "bin": "alloc_bench",
-        "runs": [("all", ["--runs", "3", "--scale", "0.2", "--json"])],
+        "runs": [("all", ["--runs", "3", "--scale", "0.1", "--json"])],
         "smoke": [("all", ["--runs", "1", "--scale", "0.002", "--json"])],
         "figures": alloc_figures,
     },
@@ -217,9 +223,13 @@ EXAMPLES = {
     },
     "helpers": {
         "bin": "helpers",
-        "runs": [("all", ["--what", "chase,idle,stamp", "--runs", "3", "--json"])],
-        "smoke": [("all", ["--what", "chase,idle,stamp", "--runs", "1", "--nodes", "65536", "--units", "100",
-                           "--apps", "vacation,kmeans", "--json"])],
+        # STAMP with --runs 1: each of this script's rounds is one of the
+        # example's rounds (helpers off, off beside an idle thread, on).
+        "runs": [("chase,idle", ["--what", "chase,idle", "--runs", "3", "--json"]),
+                 ("stamp", ["--what", "stamp", "--runs", "1", "--json"])],
+        "smoke": [("chase,idle", ["--what", "chase,idle", "--runs", "1", "--nodes", "65536", "--units", "100",
+                                  "--json"]),
+                  ("stamp", ["--what", "stamp", "--runs", "1", "--apps", "vacation,kmeans", "--json"])],
         "figures": helpers_figures,
     },
     "skeleton_overhead": {
