@@ -122,13 +122,13 @@ impl<O> Timed<O> {
 }
 
 impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
-    #[inline]
+    #[inline(always)]
     fn looking(&mut self, units: u64) {
         self.turn = self.which.timed(units).then(|| Turn::starting(Instant::now()));
         self.inner.looking(units);
     }
 
-    #[inline]
+    #[inline(always)]
     fn found(&mut self) {
         if let Some(t) = &mut self.turn {
             t.taken = Instant::now();
@@ -136,7 +136,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         self.inner.found();
     }
 
-    #[inline]
+    #[inline(always)]
     fn before(&mut self, unit: &U, next: Option<&U>) -> Result<(), skelaff_numa_alloc::Error> {
         self.inner.before(unit, next)?;
         if let Some(t) = &mut self.turn {
@@ -147,7 +147,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn attempt(&mut self, attempt: u32) {
         self.inner.attempt(attempt);
         if let Some(t) = &mut self.turn {
@@ -155,7 +155,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn returned(&mut self) {
         if let Some(t) = &mut self.turn {
             t.attempts.returned();
@@ -163,7 +163,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         self.inner.returned();
     }
 
-    #[inline]
+    #[inline(always)]
     fn transaction_done(&mut self) {
         if let Some(t) = &mut self.turn {
             t.done = Instant::now();
@@ -171,7 +171,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         self.inner.transaction_done();
     }
 
-    #[inline]
+    #[inline(always)]
     fn committed(&mut self) {
         self.inner.committed();
         if let Some(t) = &mut self.turn {
@@ -179,7 +179,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn published(&mut self) {
         if let Some(t) = &mut self.turn {
             t.pushed = Instant::now();
@@ -187,7 +187,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         self.inner.published();
     }
 
-    #[inline]
+    #[inline(always)]
     fn turn_ended(&mut self) {
         self.inner.turn_ended();
         if let Some(mut t) = self.turn.take() {
@@ -196,7 +196,7 @@ impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn idle(&mut self) {
         self.turn = None;
         self.inner.idle();
@@ -212,29 +212,29 @@ pub(crate) struct Observers<'r, S: Skeleton, H: Hold<S>, A: Assist<S>> {
 }
 
 impl<S: Skeleton, H: Hold<S>, A: Assist<S>> UnitObserver<S::Unit> for Observers<'_, S, H, A> {
-    #[inline]
+    #[inline(always)]
     fn before(&mut self, unit: &S::Unit, next: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
         self.helper.before(unit, next)?;
         self.skelaff.before(unit, next)?;
         self.affinity.before(unit, next)
     }
 
-    #[inline]
+    #[inline(always)]
     fn attempt(&mut self, attempt: u32) {
         self.helper.attempt(attempt);
     }
 
-    #[inline]
+    #[inline(always)]
     fn committed(&mut self) {
         self.helper.committed();
     }
 
-    #[inline]
+    #[inline(always)]
     fn turn_ended(&mut self) {
         self.sampler.turn_ended();
     }
 
-    #[inline]
+    #[inline(always)]
     fn idle(&mut self) {
         self.sampler.idle();
     }
@@ -302,14 +302,25 @@ impl<S: Skeleton, H: Hold<S>> UnitObserver<S::Unit> for SkelAffSwitch<'_, S, H> 
     /// Checked after taking the unit: the flag is raised before any
     /// generated unit is published, so a generated unit is always
     /// processed under bind.
-    #[inline]
+    /// The check inlined into the worker's loop (every unit), the switch
+    /// out of line (once per run).
+    #[inline(always)]
     fn before(&mut self, _: &S::Unit, _: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
         if !self.switched && self.state.generating.load(Ordering::Acquire) {
-            let node = page_policy::bind_node(&self.info);
-            page_policy::set_worker_policy(Policy::Bind(NodeSet::try_single(node).unwrap_or_default()))?;
-            self.state.decide(Some(self.info.index), Decision::BoundToNode { node });
-            self.switched = true;
+            return self.switch();
         }
+        Ok(())
+    }
+}
+
+impl<S: Skeleton, H: Hold<S>> SkelAffSwitch<'_, S, H> {
+    #[cold]
+    #[inline(never)]
+    fn switch(&mut self) -> Result<(), skelaff_numa_alloc::Error> {
+        let node = page_policy::bind_node(&self.info);
+        page_policy::set_worker_policy(Policy::Bind(NodeSet::try_single(node).unwrap_or_default()))?;
+        self.state.decide(Some(self.info.index), Decision::BoundToNode { node });
+        self.switched = true;
         Ok(())
     }
 }
