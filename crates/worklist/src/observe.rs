@@ -124,7 +124,14 @@ impl<O> Timed<O> {
 impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
     #[inline(always)]
     fn looking(&mut self, units: u64) {
-        self.turn = self.which.timed(units).then(|| Turn::starting(Instant::now()));
+        // Not `self.turn = timed.then(..)`: that built the whole `Option<Turn>`
+        // and copied it in for every unit (20 instructions a unit, counted);
+        // `None` is one store of its niche.
+        if self.which.timed(units) {
+            self.turn = Some(Turn::starting(Instant::now()));
+        } else {
+            self.turn = None;
+        }
         self.inner.looking(units);
     }
 
