@@ -606,6 +606,22 @@ impl TxState {
         r
     }
 
+    /// Commits an attempt that wrote nothing: every read was checked
+    /// against the snapshot when it was made, so the reads are one
+    /// consistent state at the snapshot and there is nothing to validate,
+    /// lock or store (TL2's read-only commit; [`TxState::commit_checked`]
+    /// and [`TxState::commit_solo`] do the same for an empty write set).
+    /// `None`, with nothing changed, if the attempt wrote. The attempt has
+    /// ended when it returns `Some`.
+    #[inline(always)]
+    pub fn commit_if_read_only(&mut self) -> Option<Committed> {
+        if !self.writes.is_empty() {
+            return None;
+        }
+        self.reads.clear();
+        Some(Committed::ReadOnly)
+    }
+
     /// Commits a solo attempt: stores the write set back without locking,
     /// moving the clock or validating, and calls `released` with each
     /// written word's (unchanged) lock. Returns [`Committed::Wrote`] with the

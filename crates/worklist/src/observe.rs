@@ -25,9 +25,9 @@
 //! ```
 //!
 //! The right column is the part of the [`TimeBreakdown`](crate::TimeBreakdown)
-//! each stretch is charged to: [`Timed`] wraps the other observers and
-//! reads the clock at the points, so the time they take is "other", as it
-//! was when these were written inline.
+//! each stretch is charged to: for a timed turn, [`Timed`] wraps the other
+//! observers and reads the clock at the points, so the time they take is
+//! "other", as it was when these were written inline.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -100,113 +100,173 @@ pub(crate) trait UnitObserver<U> {
     fn idle(&mut self) {}
 }
 
-/// The time breakdown's clock around the other observers: one unit in
-/// [`TIME_EVERY`](crate::TIME_EVERY) is timed phase by phase.
-pub(crate) struct Timed<O> {
-    pub(crate) inner: O,
-    which: time::Sampler,
-    clock: UnitClock,
-    /// The moments of the turn being timed, if it is.
-    turn: Option<Turn>,
+/// The clock of one unit's turn: the moments the time breakdown needs, or
+/// nothing. The worker decides once per turn whether the turn is timed (one
+/// in [`TIME_EVERY`](crate::TIME_EVERY)) and runs the turn with a [`Turn`]
+/// or with [`Untimed`], so an untimed turn has no clock code at all, not a
+/// check at every point (eight checks a unit, counted under callgrind).
+pub(crate) trait TurnClock {
+    /// A unit in hand.
+    fn taken(&mut self);
+    /// Its transaction starts.
+    fn tx(&mut self);
+    /// An attempt starts.
+    fn attempt(&mut self);
+    /// The attempt's `process` returned.
+    fn returned(&mut self);
+    /// The transaction committed.
+    fn done(&mut self);
+    /// Its new units are about to go to the pool.
+    fn push(&mut self);
+    /// They are in the pool.
+    fn pushed(&mut self);
+    /// The turn is over.
+    fn end(&mut self);
 }
 
-impl<O> Timed<O> {
-    pub(crate) fn new(inner: O) -> Self {
-        Timed { inner, which: time::Sampler::new(), clock: UnitClock::default(), turn: None }
-    }
+/// An untimed turn: no clock.
+pub(crate) struct Untimed;
 
-    /// The timed units' sums, and the observers inside.
-    pub(crate) fn into_parts(self) -> (UnitClock, O) {
-        (self.clock, self.inner)
+impl TurnClock for Untimed {
+    #[inline(always)]
+    fn taken(&mut self) {}
+    #[inline(always)]
+    fn tx(&mut self) {}
+    #[inline(always)]
+    fn attempt(&mut self) {}
+    #[inline(always)]
+    fn returned(&mut self) {}
+    #[inline(always)]
+    fn done(&mut self) {}
+    #[inline(always)]
+    fn push(&mut self) {}
+    #[inline(always)]
+    fn pushed(&mut self) {}
+    #[inline(always)]
+    fn end(&mut self) {}
+}
+
+impl TurnClock for Turn {
+    #[inline(always)]
+    fn taken(&mut self) {
+        self.taken = Instant::now();
+    }
+    #[inline(always)]
+    fn tx(&mut self) {
+        let now = Instant::now();
+        self.tx = now;
+        self.attempts = Attempts::at(now);
+    }
+    #[inline(always)]
+    fn attempt(&mut self) {
+        self.attempts.start();
+    }
+    #[inline(always)]
+    fn returned(&mut self) {
+        self.attempts.returned();
+    }
+    #[inline(always)]
+    fn done(&mut self) {
+        self.done = Instant::now();
+    }
+    #[inline(always)]
+    fn push(&mut self) {
+        self.push = Instant::now();
+    }
+    #[inline(always)]
+    fn pushed(&mut self) {
+        self.pushed = Instant::now();
+    }
+    #[inline(always)]
+    fn end(&mut self) {
+        self.end = Instant::now();
     }
 }
 
-impl<U, O: UnitObserver<U>> UnitObserver<U> for Timed<O> {
+/// One turn's clock around the other observers: it reads the clock at the
+/// points so that the time they take is "other", as it was when these were
+/// written inline. Made for each turn over the worker's observers.
+pub(crate) struct Timed<'a, O, C> {
+    pub(crate) inner: &'a mut O,
+    pub(crate) clock: &'a mut C,
+}
+
+impl<U, O: UnitObserver<U>, C: TurnClock> UnitObserver<U> for Timed<'_, O, C> {
     #[inline(always)]
     fn looking(&mut self, units: u64) {
-        // Not `self.turn = timed.then(..)`: that built the whole `Option<Turn>`
-        // and copied it in for every unit (20 instructions a unit, counted);
-        // `None` is one store of its niche.
-        if self.which.timed(units) {
-            self.turn = Some(Turn::starting(Instant::now()));
-        } else {
-            self.turn = None;
-        }
         self.inner.looking(units);
     }
 
     #[inline(always)]
     fn found(&mut self) {
-        if let Some(t) = &mut self.turn {
-            t.taken = Instant::now();
-        }
+        self.clock.taken();
         self.inner.found();
     }
 
     #[inline(always)]
     fn before(&mut self, unit: &U, next: Option<&U>) -> Result<(), skelaff_numa_alloc::Error> {
         self.inner.before(unit, next)?;
-        if let Some(t) = &mut self.turn {
-            let now = Instant::now();
-            t.tx = now;
-            t.attempts = Attempts::at(now);
-        }
+        self.clock.tx();
         Ok(())
     }
 
     #[inline(always)]
     fn attempt(&mut self, attempt: u32) {
         self.inner.attempt(attempt);
-        if let Some(t) = &mut self.turn {
-            t.attempts.start();
-        }
+        self.clock.attempt();
     }
 
     #[inline(always)]
     fn returned(&mut self) {
-        if let Some(t) = &mut self.turn {
-            t.attempts.returned();
-        }
+        self.clock.returned();
         self.inner.returned();
     }
 
     #[inline(always)]
     fn transaction_done(&mut self) {
-        if let Some(t) = &mut self.turn {
-            t.done = Instant::now();
-        }
+        self.clock.done();
         self.inner.transaction_done();
     }
 
     #[inline(always)]
     fn committed(&mut self) {
         self.inner.committed();
-        if let Some(t) = &mut self.turn {
-            t.push = Instant::now();
-        }
+        self.clock.push();
     }
 
     #[inline(always)]
     fn published(&mut self) {
-        if let Some(t) = &mut self.turn {
-            t.pushed = Instant::now();
-        }
+        self.clock.pushed();
         self.inner.published();
     }
 
     #[inline(always)]
     fn turn_ended(&mut self) {
         self.inner.turn_ended();
-        if let Some(mut t) = self.turn.take() {
-            t.end = Instant::now();
-            self.clock.add(&t);
-        }
+        self.clock.end();
     }
 
     #[inline(always)]
     fn idle(&mut self) {
-        self.turn = None;
         self.inner.idle();
+    }
+}
+
+/// Which of a worker's turns are timed, and the timed turns' sums.
+pub(crate) struct Timing {
+    which: time::Sampler,
+    pub(crate) clock: UnitClock,
+}
+
+impl Timing {
+    pub(crate) fn new() -> Self {
+        Timing { which: time::Sampler::new(), clock: UnitClock::default() }
+    }
+
+    /// Whether the turn that starts after `units` committed units is timed.
+    #[inline(always)]
+    pub(crate) fn timed(&self, units: u64) -> bool {
+        self.which.timed(units)
     }
 }
 
@@ -450,13 +510,16 @@ mod tests {
     #[test]
     fn the_clock_charges_its_observers_to_other_and_process_to_process() {
         for in_before in [true, false] {
-            let mut t = Timed::new(Slow { in_before });
+            let mut slow = Slow { in_before };
+            let mut timing = Timing::new();
             // Looked for work until a turn is timed (one in TIME_EVERY).
             let mut units = 0;
-            while t.turn.is_none() {
-                t.looking(units);
+            while !timing.timed(units) {
                 units += 1;
             }
+            let mut turn = Turn::starting(Instant::now());
+            let mut t = Timed { inner: &mut slow, clock: &mut turn };
+            t.looking(units);
             t.found();
             t.before(&0, None).unwrap();
             t.attempt(0);
@@ -466,15 +529,21 @@ mod tests {
             t.committed();
             t.published();
             t.turn_ended();
-            assert!(t.turn.is_none());
-            let (clock, _) = t.into_parts();
+            timing.clock.add(&turn);
             // Shares of a busy time of one second: a raw part is its share x timed.
-            let b = clock.finish(1, Duration::from_secs(1), Duration::ZERO, Duration::ZERO);
+            let b = timing.clock.finish(1, Duration::from_secs(1), Duration::ZERO, Duration::ZERO);
             assert_eq!(b.timed_units, 1);
             let raw = |share: Duration| share.as_secs_f64() * b.timed.as_secs_f64();
             assert!(raw(b.other) >= NAP.as_secs_f64(), "in before: {in_before}: {b:?}");
             assert!(raw(b.process) >= NAP.as_secs_f64(), "in before: {in_before}: {b:?}");
             assert!(raw(b.pool) < NAP.as_secs_f64(), "in before: {in_before}: {b:?}");
         }
+    }
+
+    #[test]
+    fn one_turn_in_time_every_is_timed() {
+        let timing = Timing::new();
+        let timed = (0..crate::TIME_EVERY * 4).filter(|&u| timing.timed(u)).count();
+        assert_eq!(timed, 4);
     }
 }

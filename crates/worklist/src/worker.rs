@@ -12,9 +12,13 @@ use skelaff_stm::{Assisted, Mode, Plain, Sampled, SampledAssisted, Solo, Stats, 
 
 use crate::assist::Assist;
 use crate::config::PagePolicy;
-use crate::observe::{AccessSampling, AffinityCount, HelperLink, Observers, SkelAffSwitch, Timed, UnitObserver};
+use crate::observe::{
+    AccessSampling, AffinityCount, HelperLink, Observers, SkelAffSwitch, Timed, Timing, TurnClock, UnitObserver,
+    Untimed,
+};
 use crate::page_policy;
 use crate::pool::WorkerQueue;
+use crate::report::time::Turn;
 use crate::report::{Decision, WorkerReport};
 use crate::run_state::{Hold, RunState};
 use crate::skeleton::{ProcessCtx, Skeleton, WorkerInfo};
@@ -95,7 +99,8 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
         user,
         ctx: ProcessCtx::new(info),
         ahead: None,
-        observers: Timed::new(Observers { helper, skelaff, affinity, sampler }),
+        observers: Observers { helper, skelaff, affinity, sampler },
+        timing: Timing::new(),
         units: 0,
         idle: Duration::ZERO,
         finished: 0,
@@ -105,11 +110,11 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     w.run()?;
     let total = begin.elapsed();
     let looped = Instant::now();
-    let Worker { mut user, units, idle, observers, .. } = w;
+    let Worker { mut user, units, idle, observers, timing, .. } = w;
     if !state.signal.stopped() {
         atomically_with(stm, |tx| state.skeleton().update(tx, &mut user, state.shared()));
     }
-    let (clock, Observers { helper, affinity, sampler, .. }) = observers.into_parts();
+    let Observers { helper, affinity, sampler, .. } = observers;
     sampler.stop();
     assist.worker_end(channel, helper.side);
     state.skeleton().destroy_worker(user, state.shared());
@@ -124,7 +129,7 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
         busy,
         idle,
         affinity: affinity.figures,
-        time: clock.finish(units, busy, idle, setup),
+        time: timing.clock.finish(units, busy, idle, setup),
     })
 }
 
@@ -138,7 +143,9 @@ struct Worker<'r, S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> {
     ctx: ProcessCtx<S::Unit>,
     /// With a helper: the unit taken ahead and handed over (Fig. 6).
     ahead: Option<S::Unit>,
-    observers: Timed<Observers<'r, S, H, A>>,
+    observers: Observers<'r, S, H, A>,
+    /// Which turns are timed, and the timed turns' sums.
+    timing: Timing,
     /// Units committed.
     units: u64,
     /// Time spent waiting with nothing to take.
@@ -159,14 +166,34 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
             // moves it, so the wait below cannot miss it.
             let epoch = self.state.signal.epoch();
             self.observers.looking(self.units);
-            match self.find_work() {
-                Some(unit) => self.run_unit(unit)?,
-                None => {
-                    if !self.idle(epoch) {
-                        return Ok(());
-                    }
+            // One check a turn for the clock: the turn runs with a clock
+            // or with none (see `TurnClock`).
+            let found = if self.timing.timed(self.units) {
+                let mut turn = Turn::starting(Instant::now());
+                let found = self.turn(&mut turn)?;
+                if found {
+                    self.timing.clock.add(&turn);
                 }
+                found
+            } else {
+                self.turn(&mut Untimed)?
+            };
+            if !found && !self.idle(epoch) {
+                return Ok(());
             }
+        }
+    }
+
+    /// One turn: find a unit and run it, timed by `clock`. Whether a unit
+    /// was found.
+    #[inline(always)]
+    fn turn<C: TurnClock>(&mut self, clock: &mut C) -> Result<bool, skelaff_numa_alloc::Error> {
+        match self.find_work() {
+            Some(unit) => {
+                self.run_unit(unit, clock)?;
+                Ok(true)
+            }
+            None => Ok(false),
         }
     }
 
@@ -182,75 +209,38 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
 
     /// One unit's turn: hand-off and the observers, its transaction, its
     /// new units published.
-    fn run_unit(&mut self, unit: S::Unit) -> Result<(), skelaff_numa_alloc::Error> {
-        self.observers.found();
-        self.backoff.reset();
-        if self.observers.inner.helper.assisted {
+    #[inline(always)]
+    fn run_unit<C: TurnClock>(&mut self, unit: S::Unit, clock: &mut C) -> Result<(), skelaff_numa_alloc::Error> {
+        let Worker { state, stm, info, queue, user, ctx, ahead, observers, units, finished, backoff, .. } = self;
+        let (state, stm) = (*state, *stm);
+        let mut obs = Timed { inner: observers, clock };
+        obs.found();
+        backoff.reset();
+        if obs.inner.helper.assisted {
             // Take one more and hand it over; the first time this makes two.
-            self.ahead = self.state.pool.take(&self.queue);
+            *ahead = state.pool.take(queue);
         }
-        self.observers.before(&unit, self.ahead.as_ref())?;
+        obs.before(&unit, ahead.as_ref())?;
         // A unit a helper's tuner samples runs in sampled mode; every other
         // unit in the run's own mode.
-        let stm = self.stm;
-        if !M::SAMPLED && self.observers.inner.helper.sampled() {
-            self.transaction(&stm.sampled(), &unit);
+        if !M::SAMPLED && obs.inner.helper.sampled() {
+            transaction(state, &stm.sampled(), &unit, user, ctx, &mut obs);
         } else {
-            self.transaction(stm, &unit);
+            transaction(state, stm, &unit, user, ctx, &mut obs);
         }
-        self.observers.transaction_done();
-        let state = self.state;
-        state.skeleton().committed(&unit, &mut self.user, state.shared());
-        self.units += 1;
-        self.observers.committed();
-        self.publish();
-        self.observers.published();
+        obs.transaction_done();
+        state.skeleton().committed(&unit, user, state.shared());
+        *units += 1;
+        obs.committed();
+        publish(state, *info, queue, ctx, &mut obs.inner.affinity.resolver);
+        obs.published();
         // Finished units are counted here and subtracted from the shared
         // count only when this worker runs dry: holding them back keeps
         // `pending` high, never low, so the run cannot end early, and the
         // busy path touches no shared counter.
-        self.finished += 1;
-        self.observers.turn_ended();
+        *finished += 1;
+        obs.turn_ended();
         Ok(())
-    }
-
-    /// Runs `process` for `unit` as one transaction in mode `N`, the
-    /// observers told of each attempt.
-    fn transaction<N: Mode>(&mut self, stm: &skelaff_stm::Config<N>, unit: &S::Unit) {
-        let Worker { state, user, ctx, observers, .. } = self;
-        let state = *state;
-        let mut attempt = 0u32;
-        atomically_with(stm, |tx| {
-            ctx.clear();
-            observers.attempt(attempt);
-            attempt += 1;
-            let r = state.skeleton().process(tx, unit, user, state.shared(), ctx);
-            observers.returned();
-            r
-        });
-    }
-
-    /// Hands the units the transaction made to the pool, waking idle
-    /// workers; under SkelAff, the first generated units raise the switch
-    /// to bind (before they are published).
-    #[inline]
-    fn publish(&mut self) {
-        let state = self.state;
-        let n = self.ctx.units.len();
-        if n == 0 {
-            return;
-        }
-        if state.settings.policy == PagePolicy::Auto && !state.raise_generating() {
-            state.decide(Some(self.info.index), Decision::WorkersGenerate);
-        }
-        state.signal.add(n);
-        if state.settings.affinity {
-            let resolver = &mut self.observers.inner.affinity.resolver;
-            state.pool.push_routed(&self.queue, self.ctx.units.drain(..), |u| state.home_queue(resolver, u));
-        } else {
-            state.pool.push(&self.queue, self.ctx.units.drain(..));
-        }
-        state.signal.wake();
     }
 
     /// Nothing to take: hand back the units finished meanwhile, end when
@@ -276,4 +266,53 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
         self.idle += t.elapsed();
         true
     }
+}
+
+/// Runs `process` for `unit` as one transaction in mode `N`, the observers
+/// told of each attempt.
+#[inline(always)]
+fn transaction<S: Skeleton, H: Hold<S>, N: Mode, O: UnitObserver<S::Unit>>(
+    state: &RunState<S, H>,
+    stm: &skelaff_stm::Config<N>,
+    unit: &S::Unit,
+    user: &mut S::PerWorker,
+    ctx: &mut ProcessCtx<S::Unit>,
+    observers: &mut O,
+) {
+    let mut attempt = 0u32;
+    atomically_with(stm, |tx| {
+        ctx.clear();
+        observers.attempt(attempt);
+        attempt += 1;
+        let r = state.skeleton().process(tx, unit, user, state.shared(), ctx);
+        observers.returned();
+        r
+    });
+}
+
+/// Hands the units the transaction made to the pool, waking idle workers;
+/// under SkelAff, the first generated units raise the switch to bind
+/// (before they are published). With affinity, `resolver` routes them.
+#[inline(always)]
+fn publish<S: Skeleton, H: Hold<S>>(
+    state: &RunState<S, H>,
+    info: WorkerInfo,
+    queue: &WorkerQueue<S::Unit>,
+    ctx: &mut ProcessCtx<S::Unit>,
+    resolver: &mut crate::affinity::Resolver,
+) {
+    let n = ctx.units.len();
+    if n == 0 {
+        return;
+    }
+    if state.settings.policy == PagePolicy::Auto && !state.raise_generating() {
+        state.decide(Some(info.index), Decision::WorkersGenerate);
+    }
+    state.signal.add(n);
+    if state.settings.affinity {
+        state.pool.push_routed(queue, ctx.units.drain(..), |u| state.home_queue(resolver, u));
+    } else {
+        state.pool.push(queue, ctx.units.drain(..));
+    }
+    state.signal.wake();
 }

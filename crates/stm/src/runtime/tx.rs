@@ -238,7 +238,9 @@ impl TxCore {
     fn begin_first<M: Mode>(&mut self) {
         let mut s = engine().now();
         self.record.announce_tx(s);
-        if !solo::clear_for(self.st.owner()) {
+        // A solo transaction holds the gate (`start_solo` said so just
+        // before): it is clear for this thread without loading it.
+        if !(M::SOLO && self.solo || solo::clear_for(self.st.owner())) {
             s = self.wait_for_gate();
         }
         self.st.begin_at(s);
@@ -298,8 +300,21 @@ impl TxCore {
     ///
     /// When a transaction waits in `retry`, the locks the commit releases
     /// bump their wake slots, and the waiters are woken after.
-    #[inline]
+    #[inline(always)]
     fn commit<M: Mode>(&mut self) -> Result<Committed, AbortReason> {
+        // An attempt that wrote nothing commits here, inlined in the
+        // transaction's loop, in every mode (no lock, no validation, no
+        // waiter to wake); the rest out of line (it was all out of line:
+        // 40 instructions for an empty transaction, counted).
+        match self.st.commit_if_read_only() {
+            Some(c) => Ok(c),
+            None => self.commit_writes::<M>(),
+        }
+    }
+
+    /// [`TxCore::commit`] of an attempt that wrote.
+    #[inline(never)]
+    fn commit_writes<M: Mode>(&mut self) -> Result<Committed, AbortReason> {
         let wake = retry::waiters_exist();
         let bump = |lock: &AtomicU64| {
             if wake {
