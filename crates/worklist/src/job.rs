@@ -135,6 +135,7 @@ impl<S: Skeleton, H: Hold<S>> Seeded<S, H> {
     pub(crate) fn start(self) -> Result<RunJob<S, H>, Error> {
         let Seeded(Parts { mut state, topo, cfg, infos, queues, began }) = self;
         state.mover = moves::start(&cfg, infos.len(), topo, state.start)?;
+        let state_start = state.start;
         Ok(RunJob {
             results: (0..infos.len()).map(|_| Mutex::new(None)).collect(),
             queues: queues.into_iter().map(|q| Mutex::new(Some(q))).collect(),
@@ -144,6 +145,7 @@ impl<S: Skeleton, H: Hold<S>> Seeded<S, H> {
             first_start: AtomicU64::new(u64::MAX),
             last_end: AtomicU64::new(0),
             setup: began.elapsed(),
+            handed: u64::try_from(state_start.elapsed().as_nanos()).unwrap_or(u64::MAX),
         })
     }
 }
@@ -163,6 +165,9 @@ pub(crate) struct RunJob<S: Skeleton, H: Hold<S>> {
     last_end: AtomicU64,
     /// How long the phases before this one took (the report's `setup`).
     setup: Duration,
+    /// Nanoseconds from `state.start` to the run being handed to the
+    /// workers (the report's `queued` runs from here to `first_start`).
+    handed: u64,
 }
 
 /// How the workers' part of a run ended, once every one of them is done.
@@ -219,6 +224,10 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
                 .load(Ordering::Relaxed)
                 .saturating_sub(self.first_start.load(Ordering::Relaxed).min(self.last_end.load(Ordering::Relaxed))),
         );
+        // No worker started (every one failed before): nothing was queued.
+        let first = self.first_start.load(Ordering::Relaxed);
+        let queued =
+            if first == u64::MAX { Duration::ZERO } else { Duration::from_nanos(first.saturating_sub(self.handed)) };
         // Stopped before anything can return: the thread must not outlive
         // the run (an oracle's stop counts the run's time toward its stretch).
         let migration = match &state.mover {
@@ -259,6 +268,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
             access_profile,
             wall,
             setup: self.setup,
+            queued,
             units: workers.iter().map(|w| w.units).sum(),
             threads,
             policy: cfg.policy,

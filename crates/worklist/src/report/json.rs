@@ -16,6 +16,7 @@ use crate::pool::Distribution;
 struct ReportJson<'a> {
     wall_seconds: f64,
     setup_seconds: f64,
+    queued_seconds: f64,
     /// Summed over the workers.
     time: TimeJson,
     units: u64,
@@ -154,6 +155,7 @@ impl<'a> ReportJson<'a> {
         ReportJson {
             wall_seconds: r.wall.as_secs_f64(),
             setup_seconds: r.setup.as_secs_f64(),
+            queued_seconds: r.queued.as_secs_f64(),
             time: TimeJson::new(&r.time()),
             units: r.units,
             units_per_second: r.units_per_second(),
@@ -173,7 +175,7 @@ impl<'a> ReportJson<'a> {
     }
 }
 
-/// The report's JSON form: `wall_seconds`, `setup_seconds`, `time` (the
+/// The report's JSON form: `wall_seconds`, `setup_seconds`, `queued_seconds`, `time` (the
 /// workers' [`TimeBreakdown`] summed: `timed_units`, `units`,
 /// `timed_seconds`, `worker_seconds`, and each part's `seconds` and
 /// `shares`), `units`, `units_per_second`, `threads`, `policy`, `mapping`,
@@ -230,6 +232,7 @@ mod tests {
         RunReport {
             wall: Duration::from_secs(2),
             setup: Duration::from_millis(125),
+            queued: Duration::from_millis(5),
             units: 16,
             threads: 2,
             policy: PagePolicy::Bind,
@@ -279,10 +282,12 @@ mod tests {
                 "busy_seconds": 1.5, "idle_seconds": 0.25, "time": time(1),
             })
         };
-        // What the hand-written `json!` of commit d7822d1 gave for this report.
+        // What the hand-written `json!` of commit d7822d1 gave for this report,
+        // and `queued_seconds` (new since).
         let before = json!({
             "wall_seconds": 2.0,
             "setup_seconds": 0.125,
+            "queued_seconds": 0.005,
             "time": time(2),
             "units": 16,
             "units_per_second": 8.0,

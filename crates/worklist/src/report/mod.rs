@@ -54,7 +54,7 @@ pub struct RunReport {
     /// last one's end. It leaves out what happens before the workers start:
     /// creating and pinning threads (a pool's are created once, when it is
     /// built; per-run threads are created before this clock starts), the
-    /// time a run waits behind other runs of the same pool, and the seeding
+    /// time a run waits behind other runs of the same pool ([`queued`](Self::queued)), and the seeding
     /// of the pool with the units added before `run`.
     pub wall: Duration,
     /// Units processed.
@@ -63,6 +63,11 @@ pub struct RunReport {
     /// the pool's threads exist): the unit pool and its seeding (shuffled
     /// and routed when asked), the layout's decisions, the migration thread.
     pub setup: Duration,
+    /// From the run being handed to the pool's threads (after `setup`) to
+    /// the first worker starting it: the wait behind the runs given to the
+    /// same pool before it (first come, first served), and the parked
+    /// workers' wake-up. Not part of `wall`.
+    pub queued: Duration,
     /// Threads used.
     pub threads: usize,
     /// The page policy that was asked for (`auto` for SkelAff).
@@ -233,7 +238,7 @@ impl fmt::Display for RunReport {
         let pc = |d: Duration| if total > 0.0 { 100.0 * d.as_secs_f64() / total } else { 0.0 };
         writeln!(
             f,
-            "worker time {total:.3} s: pool {:.1}% | aborted {:.1}% | process {:.1}% | commit {:.1}% | other {:.1}% | idle {:.1}% | setup {:.1}%{} (shares of {} timed units, 1 in {TIME_EVERY}); run set-up {:.3} s",
+            "worker time {total:.3} s: pool {:.1}% | aborted {:.1}% | process {:.1}% | commit {:.1}% | other {:.1}% | idle {:.1}% | setup {:.1}%{} (shares of {} timed units, 1 in {TIME_EVERY}); run set-up {:.3} s, queued {:.6} s",
             pc(t.pool),
             pc(t.aborted),
             pc(t.process),
@@ -244,6 +249,7 @@ impl fmt::Display for RunReport {
             if t.untimed.is_zero() { String::new() } else { format!(" | untimed {:.1}%", pc(t.untimed)) },
             t.timed_units,
             self.setup.as_secs_f64(),
+            self.queued.as_secs_f64(),
         )?;
         writeln!(
             f,
