@@ -150,6 +150,11 @@ pub fn mems_allowed_now() -> Result<NodeSet> {
 /// [`Error::NodeNotAllowed`] naming the first node that is not allowed and
 /// the nodes that are.
 pub(crate) fn check_allowed_now(nodes: &NodeSet) -> Result<()> {
+    // No node to check (first touch, the default policy): no system call
+    // (a worker pool's threads set it after every run).
+    if nodes.is_empty() {
+        return Ok(());
+    }
     let Ok(allowed) = mems_allowed_now() else { return Ok(()) };
     match nodes.iter().find(|&n| !allowed.contains(n)) {
         Some(node) => Err(Error::NodeNotAllowed { node, allowed: Box::new(allowed) }),
