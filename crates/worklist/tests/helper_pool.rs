@@ -117,7 +117,7 @@ fn a_helper_that_cannot_be_pinned_is_noted_in_every_run_that_places_it() {
 /// `run_with` (on a pool thread: fresh per-run threads).
 struct NestingWithHelpers {
     builder: Builder,
-    inner: Arc<parking_lot::Mutex<Vec<(u64, usize)>>>,
+    inner: Arc<parking_lot::Mutex<Vec<(u64, usize, u64)>>>,
 }
 
 impl Skeleton for NestingWithHelpers {
@@ -130,7 +130,8 @@ impl Skeleton for NestingWithHelpers {
         let mut wl = self.builder.clone().build(&Add, &total).unwrap();
         wl.add_work_units(1..=20);
         let r = wl.run_with(&assist).unwrap();
-        self.inner.lock().push((total.load(), r.helpers.per_helper.len()));
+        let bodies = assist.bodies.load(std::sync::atomic::Ordering::SeqCst);
+        self.inner.lock().push((total.load(), r.helpers.per_helper.len(), bodies));
     }
     fn process<'t, X: TxOps<'t>>(
         &'t self,
@@ -155,5 +156,6 @@ fn a_nested_run_with_helpers_on_a_pool_thread_gets_its_own_threads() {
         // from its worker: that one would wait for itself on the same pool.
         wl.run().unwrap();
     }
-    assert_eq!(*outer.inner.lock(), vec![(210, 1), (210, 1)]);
+    // Its helper body ran, once per nested run.
+    assert_eq!(*outer.inner.lock(), vec![(210, 1, 1), (210, 1, 1)]);
 }
