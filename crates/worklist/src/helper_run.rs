@@ -56,8 +56,11 @@ impl<'a, S: Skeleton, A: Assist<S>> HelperSet<'a, S, A> {
     ///
     /// The order lock is held from before the workers are given the run
     /// until the helpers are: runs reach both crews in the same order, so
-    /// a run's helpers never wait behind a later run's (whose workers would
-    /// wait behind this run's). A helper body that panics is noted, and
+    /// a run's helpers never queue behind a later run's, which wait for
+    /// their own workers, queued behind this run's (this run's helpers
+    /// would start only once its workers are done, and shadow nothing; no
+    /// deadlock, since a worker never waits for its helper, but no help
+    /// either; `tests/loom_crew.rs` models it). A helper body that panics is noted, and
     /// the run goes on without it; one that cannot start or be pinned was
     /// noted when this run asked for it.
     pub(crate) fn run_beside<H: Hold<S>>(&self, pool: &WorkerPool, state: &RunState<S, H>, body: &Job<'_>) -> bool {
