@@ -1,21 +1,19 @@
 //! The helpers' part of a run: which workers get a helper and where (as the
 //! builder's `helpers` setting asks of the placement's answer), their
-//! channels, their threads (started in the run's thread scope once the
-//! workers were given the run, joined before it returns), and their
-//! figures in the report.
+//! channels, their bodies (run on the pool's parked helper threads, see
+//! `helper_crew`, beside the workers' part, and done before the run
+//! returns), and their figures in the report.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::thread::{Scope, ScopedJoinHandle};
-
-use skelaff_numa_alloc::pin;
-use skelaff_numa_alloc::pin::Birthplace;
 
 use crate::assist::Assist;
 use crate::config::Helpers;
+use crate::crew::Job;
+use crate::helper_crew::{HelperThreads, Slot};
 use crate::placement::{HelperPlace, HelperSite, ThreadLayout};
 use crate::report::{ChannelFigures, Decision, NoHelper, RunReport};
 use crate::run_state::{Hold, RunState, panic_message};
-use crate::skeleton::{Skeleton, WorkerInfo};
+use crate::skeleton::Skeleton;
 use crate::worker_pool::WorkerPool;
 
 /// The helpers of one run: where each worker's goes (if it gets one) and
@@ -50,27 +48,75 @@ impl<'a, S: Skeleton, A: Assist<S>> HelperSet<'a, S, A> {
         self.places[index].is_some()
     }
 
-    /// Starts the helper threads the implementation wants started, in
-    /// `scope`: after the workers were given the run, so that creating
-    /// them costs the workers nothing (a helper pins itself; one started
-    /// late only picks up a later unit).
-    pub(crate) fn spawn<'scope, 'env, H: Hold<S>>(
-        &'env self,
-        scope: &'scope Scope<'scope, 'env>,
-        state: &'env RunState<S, H>,
-        infos: &[WorkerInfo],
-    ) -> Vec<ScopedJoinHandle<'scope, ()>> {
-        if !A::ENABLED {
-            return Vec::new();
+    /// Runs `body` on `pool`'s workers and, meanwhile, the helper body of
+    /// every worker this run placed a helper for (and the implementation
+    /// wants started) on the pool's helper threads, made on first use.
+    /// Returns once every worker's call of `body` and every helper body has
+    /// returned, with whether a call of `body` panicked past it.
+    ///
+    /// The order lock is held from before the workers are given the run
+    /// until the helpers are: runs reach both crews in the same order, so
+    /// a run's helpers never queue behind a later run's, which wait for
+    /// their own workers, queued behind this run's (this run's helpers
+    /// would start only once its workers are done, and shadow nothing; no
+    /// deadlock, since a worker never waits for its helper, but no help
+    /// either; `tests/loom_crew.rs` models it). A helper body that panics is noted, and
+    /// the run goes on without it; one that cannot start or be pinned was
+    /// noted when this run asked for it.
+    pub(crate) fn run_beside<H: Hold<S>>(&self, pool: &WorkerPool, state: &RunState<S, H>, body: &Job<'_>) -> bool {
+        if !A::ENABLED || self.places.iter().all(Option::is_none) {
+            return pool.crew.run_scoped(body, || ()).1;
         }
-        infos
+        let threads = pool.helpers();
+        let started = self.started(state, threads);
+        if !started.iter().any(|s| *s) {
+            return pool.crew.run_scoped(body, || ()).1;
+        }
+        let helper = |j: usize| {
+            let index = threads.workers[j];
+            if !started[index] {
+                return;
+            }
+            let info = &pool.infos[index];
+            let channel = &self.channels[index];
+            let r =
+                catch_unwind(AssertUnwindSafe(|| self.assist.helper(channel, state.skeleton(), state.shared(), info)));
+            if let Err(p) = r {
+                state.decide(Some(index), Decision::HelperPanicked { message: panic_message(&*p) });
+            }
+        };
+        let order = threads.order.lock();
+        pool.crew.run_scoped(body, || threads.crew.run_scoped(&helper, move || drop(order))).1
+    }
+
+    /// Which workers' helper bodies run in this run: those placed, whose
+    /// helper the implementation wants started and the pool has a thread
+    /// for. Records, for each wanted one, a thread the OS refused or a CPU
+    /// it could not be born on.
+    fn started<H: Hold<S>>(&self, state: &RunState<S, H>, threads: &HelperThreads) -> Vec<bool> {
+        self.channels
             .iter()
-            .zip(&self.channels)
             .zip(&self.places)
-            .filter_map(|((info, channel), place)| {
-                place
-                    .filter(|_| self.assist.start_helper(channel))
-                    .and_then(|p| spawn_helper(scope, state, *info, p, self.assist, channel))
+            .zip(&threads.slots)
+            .enumerate()
+            .map(|(index, ((channel, place), slot))| {
+                if place.is_none() || !self.assist.start_helper(channel) {
+                    return false;
+                }
+                match slot {
+                    Slot::Thread { not_pinned, .. } => {
+                        if let Some((cpu, error)) = not_pinned {
+                            state.decide(Some(index), Decision::HelperNotPinned { cpu: *cpu, error: error.clone() });
+                        }
+                        true
+                    }
+                    Slot::NotStarted(error) => {
+                        state.decide(Some(index), Decision::HelperNotStarted { error: error.clone() });
+                        false
+                    }
+                    // A place for this run comes from the same layout.
+                    Slot::NoPlace => false,
+                }
             })
             .collect()
     }
@@ -142,42 +188,4 @@ fn helper_places<S: Skeleton, H: Hold<S>>(
             Some(place)
         })
         .collect()
-}
-
-/// Starts the helper of worker `info` at `place`; a helper that cannot
-/// start or be pinned is noted, and the run goes on.
-fn spawn_helper<'scope, 'env, S: Skeleton, H: Hold<S>, A: Assist<S>>(
-    scope: &'scope Scope<'scope, 'env>,
-    state: &'env RunState<S, H>,
-    info: WorkerInfo,
-    place: HelperPlace,
-    assist: &'env A,
-    channel: &'env A::Channel,
-) -> Option<ScopedJoinHandle<'scope, ()>> {
-    let name = format!("skelaff-helper-{}", info.index);
-    let body = move || {
-        let r = catch_unwind(AssertUnwindSafe(|| assist.helper(channel, state.skeleton(), state.shared(), &info)));
-        if let Err(p) = r {
-            state.decide(Some(info.index), Decision::HelperPanicked { message: panic_message(&*p) });
-        }
-    };
-    // Born on its CPU; where that CPU is refused, unpinned (noted).
-    let spawned = match place.cpu {
-        Some(cpu) => match pin::spawn_scoped_pinned(scope, name.clone(), Birthplace::Cpu(cpu), body) {
-            Err(skelaff_numa_alloc::Error::Spawn { source, .. }) => Err(source.to_string()),
-            Err(e) => {
-                state.decide(Some(info.index), Decision::HelperNotPinned { cpu, error: e.to_string() });
-                pin::spawn_scoped_pinned(scope, name, Birthplace::Inherited, body).map_err(|e| e.to_string())
-            }
-            Ok(h) => Ok(h),
-        },
-        None => pin::spawn_scoped_pinned(scope, name, Birthplace::Inherited, body).map_err(|e| e.to_string()),
-    };
-    match spawned {
-        Ok(h) => Some(h),
-        Err(error) => {
-            state.decide(Some(info.index), Decision::HelperNotStarted { error });
-            None
-        }
-    }
 }

@@ -21,6 +21,8 @@ mod config;
 #[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
+mod helper_crew;
+#[cfg(not(loom))]
 mod helper_run;
 #[cfg(not(loom))]
 mod job;

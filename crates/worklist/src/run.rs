@@ -1,7 +1,7 @@
 //! A run: made, seeded and started in phases (see the `job` module), its
-//! workers' part handed to a [`WorkerPool`]'s parked threads (the helpers
-//! start in a thread scope meanwhile), and once every thread is done with
-//! it, the report gathered.
+//! workers' part handed to a [`WorkerPool`]'s parked threads (and its
+//! helpers' to the pool's parked helper threads, see `helper_run`), and
+//! once every thread is done with it, the report gathered.
 
 use std::fmt;
 use std::future::Future;
@@ -140,9 +140,11 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
     /// [`Helpers::Off`](crate::Helpers::Off), or for workers that get no helper, the workers run
     /// the plain loop; `assist` still sees each worker's start and end.
     ///
-    /// Helper threads run inside the run's thread scope: they are joined
-    /// before this returns, whatever happened (a panicking helper body is
-    /// noted in the report and the run goes on without it).
+    /// The helper bodies run on the pool's helper threads (made once, on
+    /// the first run that places a helper, and parked between runs; see
+    /// [`WorkerPool`]): every one has returned before this returns,
+    /// whatever happened (a panicking helper body is noted in the report
+    /// and the run goes on without it).
     ///
     /// # Errors
     ///
@@ -189,8 +191,8 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
         self.run_with_on(pool, &NoAssist)
     }
 
-    /// [`run_with`](Worklist::run_with) on the threads of `pool`; the
-    /// helper threads are still created and joined by the run.
+    /// [`run_with`](Worklist::run_with) on the threads of `pool`, its
+    /// helper bodies on the pool's helper threads.
     ///
     /// # Errors
     ///
@@ -212,24 +214,17 @@ impl<'a, S: Skeleton> Worklist<'a, S> {
 
     /// One run on `pool`'s threads, phase by phase: made, seeded and
     /// started here; its helpers placed; the workers' part handed to the
-    /// pool (borrowing this frame), the helpers started in a thread scope
-    /// meanwhile; once every worker and helper is done with the borrowed
-    /// data, joined, and the report gathered.
+    /// pool's workers and the helpers' to its helper threads (both
+    /// borrowing this frame); once every worker and helper is done with
+    /// the borrowed data, the report gathered.
     fn run_pool<A: Assist<S>>(&mut self, pool: &WorkerPool, assist: &A) -> Result<RunReport, Error> {
         let seeds = std::mem::take(&mut self.seeds);
         let data = Borrowed(&*self.skeleton, &*self.shared);
         let job = Made::new(data, &self.cfg, pool, seeds)?.seed(pool).start()?;
         let helpers = HelperSet::place(&job.state, self.cfg.helpers, pool, assist);
         let body = |index: usize| job.work(index, assist, helpers.channel(index), helpers.placed(index));
-        let joined = std::thread::scope(|scope| {
-            let (threads, crew_panicked) =
-                pool.crew.run_scoped(&body, || helpers.spawn(scope, &job.state, &pool.infos));
-            for h in threads {
-                let _ = h.join();
-            }
-            Joined { crew_panicked }
-        });
-        let mut report = job.finish(joined)?;
+        let crew_panicked = helpers.run_beside(pool, &job.state, &body);
+        let mut report = job.finish(Joined { crew_panicked })?;
         helpers.report(&mut report);
         Ok(report)
     }

@@ -1,12 +1,13 @@
 //! The worker threads that outlive runs: created and pinned once, parked
 //! between runs, serving the runs of any skeleton from any thread, one
-//! run at a time (the hand-off is `crew`'s). Also the process-wide pools
-//! that [`Worklist::run`](crate::Worklist::run) uses, one per layout.
+//! run at a time (the hand-off is `crew`'s), and their helper threads
+//! (`helper_crew`), likewise. Also the process-wide pools that
+//! [`Worklist::run`](crate::Worklist::run) uses, one per layout.
 
 use std::cell::Cell;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
@@ -16,6 +17,7 @@ use skelaff_numa_alloc::pin::{self, Birthplace};
 use crate::config::Builder;
 use crate::crew::Crew;
 use crate::error::Error;
+use crate::helper_crew::HelperThreads;
 use crate::placement::ThreadLayout;
 use crate::skeleton::WorkerInfo;
 
@@ -31,9 +33,35 @@ use crate::skeleton::WorkerInfo;
 /// Everything else of a run stays per run: its page policy (each worker
 /// sets the run's policy when the run starts, SkelAff's switch to bind
 /// happens within the run, and the thread's policy is cleared when the
-/// run ends), its STM settings, its helper threads (created and joined by
-/// each run, as before: they are per-run threads still) and its migration
-/// thread.
+/// run ends), its STM settings, which workers get a helper, the helpers'
+/// channels and figures, and its migration thread.
+///
+/// # Helper threads
+///
+/// The pool also owns the helper threads of runs given with
+/// [`Worklist::run_with_on`](crate::Worklist::run_with_on) (or
+/// [`run_with`](crate::Worklist::run_with)): one per worker whose
+/// [layout](WorkerPool::layout) names a helper place, pinned there from
+/// birth, parked between runs like the workers. They are created on the
+/// first run that places a helper, not by [`WorkerPool::new`]: most pools
+/// (every process-wide one, one per layout) never run a helper, and would
+/// otherwise hold twice the threads for nothing, while a pool that does
+/// pays for them (tens of microseconds a thread) once, in its first such
+/// run. Each run hands them its own helper body for the workers it placed
+/// (the others return at once). Runs are served one at a time, and reach
+/// the helpers' crew in the order they reach the workers': a run never
+/// shares a helper thread with another. The helpers of the previous run
+/// may still be returning when the next run's workers start (a helper
+/// returns soon after its worker's last unit); the next run's helpers then
+/// start that much later, as helpers created by the run itself did.
+/// A helper thread the OS refuses, or that cannot be born on its CPU (it
+/// then runs unpinned), does not fail the pool or the run: every run that
+/// places that helper records it ([`Decision::HelperNotStarted`],
+/// [`Decision::HelperNotPinned`]), as when each run made its own helpers.
+/// [`helper_threads`](WorkerPool::helper_threads) says how many there are.
+///
+/// [`Decision::HelperNotStarted`]: crate::Decision::HelperNotStarted
+/// [`Decision::HelperNotPinned`]: crate::Decision::HelperNotPinned
 ///
 /// # Concurrent runs
 ///
@@ -50,8 +78,10 @@ use crate::skeleton::WorkerInfo;
 ///
 /// Dropping the pool waits for the runs already given to it (queued runs
 /// of other threads, or submitted futures) to finish, then joins its
-/// threads. A panic in user code fails that run only
-/// ([`Error::Panicked`]); the pool serves the next one. A thread that
+/// threads, helpers included. A panic in user code fails that run only
+/// ([`Error::Panicked`]); a panic in a helper body is noted in its run's
+/// report ([`Decision::HelperPanicked`](crate::Decision::HelperPanicked));
+/// either way the pool serves the next one. A thread that
 /// cannot be created or pinned fails [`WorkerPool::new`] with a typed
 /// error, and the threads already created are joined.
 ///
@@ -92,6 +122,8 @@ pub struct WorkerPool {
     pub(crate) mapping: String,
     id: u64,
     handles: Vec<JoinHandle<()>>,
+    /// Made by the first run that places a helper.
+    helpers: OnceLock<HelperThreads>,
 }
 
 impl fmt::Debug for WorkerPool {
@@ -100,6 +132,7 @@ impl fmt::Debug for WorkerPool {
             .field("threads", &self.infos.len())
             .field("mapping", &self.mapping)
             .field("layout", &self.layout)
+            .field("helper_threads", &self.helper_threads())
             .finish_non_exhaustive()
     }
 }
@@ -140,7 +173,15 @@ impl WorkerPool {
             .collect();
         let crew = Arc::new(Crew::new(threads));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let mut pool = WorkerPool { crew, layout, infos, mapping, id, handles: Vec::with_capacity(threads) };
+        let mut pool = WorkerPool {
+            crew,
+            layout,
+            infos,
+            mapping,
+            id,
+            handles: Vec::with_capacity(threads),
+            helpers: OnceLock::new(),
+        };
         for index in 0..threads {
             // Pinned from birth (see `pin::spawn_pinned`). On error `pool`
             // drops, which stops and joins the threads created so far.
@@ -173,7 +214,22 @@ impl WorkerPool {
         &self.layout
     }
 
-    /// Whether the calling thread is one of this pool's workers.
+    /// The number of helper threads the pool holds: 0 until a run placed
+    /// a helper, then one per worker whose layout names a helper place
+    /// (less any the OS refused).
+    pub fn helper_threads(&self) -> usize {
+        self.helpers.get().map_or(0, HelperThreads::threads)
+    }
+
+    /// The pool's helper threads, created (and pinned) on the first call.
+    pub(crate) fn helpers(&self) -> &HelperThreads {
+        let id = self.id;
+        // A nested run given from a helper thread, like one from a worker,
+        // would wait for itself: helpers are members too.
+        self.helpers.get_or_init(|| HelperThreads::spawn(&self.layout, move || MEMBER_OF.with(|m| m.set(id))))
+    }
+
+    /// Whether the calling thread is one of this pool's workers or helpers.
     pub(crate) fn is_member(&self) -> bool {
         MEMBER_OF.with(Cell::get) == self.id
     }
@@ -182,23 +238,27 @@ impl WorkerPool {
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         let handles = std::mem::take(&mut self.handles);
+        let helpers = self.helpers.take();
+        let crew = self.crew.clone();
+        // The workers first; then the helpers, whose crew may still be
+        // finishing the last run's helper job (its caller waits for that).
+        let join = move || {
+            crew.shutdown();
+            for h in handles {
+                let _ = h.join();
+            }
+            if let Some(helpers) = helpers {
+                helpers.join();
+            }
+        };
         if self.is_member() {
             // Dropped on one of its own threads (the last owner of a pool
             // moved into a run's data): that thread cannot wait for the
             // pool to go idle or join itself. Another thread does both.
-            let crew = self.crew.clone();
-            let _ = std::thread::Builder::new().name("skelaff-pool-drop".into()).spawn(move || {
-                crew.shutdown();
-                for h in handles {
-                    let _ = h.join();
-                }
-            });
+            let _ = std::thread::Builder::new().name("skelaff-pool-drop".into()).spawn(join);
             return;
         }
-        self.crew.shutdown();
-        for h in handles {
-            let _ = h.join();
-        }
+        join();
     }
 }
 

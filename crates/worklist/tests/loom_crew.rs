@@ -19,11 +19,19 @@
 //! registers its waker after the last thread has completed the run (and
 //! looked for a waker) would block for good, and loom reports the
 //! deadlock.
+//!
+//! A run with helpers gives its workers' job to the workers' crew and,
+//! from within that `run_scoped`, its helpers' job to the helpers' crew
+//! (`helper_run.rs`), holding the pool's order lock from before the first
+//! submission until after the second: the last model checks that two such
+//! runs at once reach both crews in the same order, and that a helper job
+//! that waits for its own run's workers (as a helper body waits for
+//! `finish`) never deadlocks.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::sync::Notify;
+use loom::sync::{Condvar, Mutex, Notify};
 use loom::thread;
 use skelaff_worklist::crew::{Crew, Ticket};
 use std::task::{Context, Wake, Waker};
@@ -177,6 +185,54 @@ fn a_future_polled_again_with_another_waker_wakes_the_last() {
         await_owned_run(&crew, true);
         crew.shutdown();
         for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+/// A run with helpers as `HelperSet::run_beside` gives one: the workers'
+/// job marks the run finished (as a worker's `finish` does), the helpers'
+/// job waits for that (as a helper body does); each logs which run it
+/// served, in the order the crews served them.
+fn helped_run(workers: &Crew, helpers: &Crew, order: &Mutex<()>, log: &Mutex<Vec<(char, usize)>>, run: usize) {
+    let finished = (Mutex::new(false), Condvar::new());
+    let worker_job = |_: usize| {
+        log.lock().unwrap().push(('w', run));
+        *finished.0.lock().unwrap() = true;
+        finished.1.notify_all();
+    };
+    let helper_job = |_: usize| {
+        log.lock().unwrap().push(('h', run));
+        let mut done = finished.0.lock().unwrap();
+        while !*done {
+            done = finished.1.wait(done).unwrap();
+        }
+    };
+    let guard = order.lock().unwrap();
+    let (((), helpers_panicked), workers_panicked) =
+        workers.run_scoped(&worker_job, || helpers.run_scoped(&helper_job, move || drop(guard)));
+    assert!(!helpers_panicked && !workers_panicked);
+}
+
+#[test]
+fn runs_with_helpers_from_two_callers_reach_both_crews_in_the_same_order() {
+    model(|| {
+        let (workers, worker_threads) = start(1);
+        let (helpers, helper_threads) = start(1);
+        let order = Arc::new(Mutex::new(()));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let other = {
+            let (workers, helpers, order, log) = (workers.clone(), helpers.clone(), order.clone(), log.clone());
+            thread::spawn(move || helped_run(&workers, &helpers, &order, &log, 1))
+        };
+        helped_run(&workers, &helpers, &order, &log, 0);
+        other.join().unwrap();
+        let log = log.lock().unwrap().clone();
+        let served = |who: char| log.iter().filter(|(w, _)| *w == who).map(|(_, r)| *r).collect::<Vec<_>>();
+        assert_eq!(served('w'), served('h'), "the crews served the runs in different orders: {log:?}");
+        workers.shutdown();
+        helpers.shutdown();
+        for t in worker_threads.into_iter().chain(helper_threads) {
             t.join().unwrap();
         }
     });
