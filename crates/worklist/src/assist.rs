@@ -1,9 +1,10 @@
 //! The hook through which helper threads run beside the workers.
 //!
 //! The worklist knows nothing of what a helper does: it places one helper
-//! thread per worker (where the [`ThreadPlacement`](crate::ThreadPlacement) says), runs
-//! the implementation's [`Assist::helper`] body on it inside the run's own
-//! thread scope, and tells the implementation, from the worker thread, what
+//! thread per worker (where the [`ThreadPlacement`](crate::ThreadPlacement) says; the
+//! [`WorkerPool`](crate::WorkerPool) keeps those threads, parked between runs), runs
+//! the implementation's [`Assist::helper`] body on it for the run, and
+//! tells the implementation, from the worker thread, what
 //! the worker is doing (paper §4.2, Fig. 6): which unit comes next, that its
 //! transaction is re-run, that it committed, that it is done.
 //!
@@ -41,9 +42,10 @@ use crate::skeleton::{Skeleton, WorkerInfo};
 /// cost a few atomic operations. [`finish`](Assist::finish) must make the helper body
 /// return soon (it is called once per worker, on every path out of the
 /// worker, including panics), because the run waits for every helper before
-/// it returns. Helper threads are created after the workers start, so a
-/// short worker may call `finish` before its helper's body begins: the body
-/// must then return at once too (check what `finish` set on entry).
+/// it returns. A run hands its helper bodies to the helper threads after
+/// its workers were given the run, so a short worker may call `finish`
+/// before its helper's body begins: the body must then return at once too
+/// (check what `finish` set on entry).
 ///
 /// # Examples
 ///
