@@ -1,12 +1,13 @@
 //! A worker pool that outlives runs: many runs of different skeletons on
 //! one pool from several threads at once, a panicking run followed by good
 //! ones, drop while idle and right after a run, borrowed data never
-//! touched after a run returns, errors at build time, awaited runs.
+//! touched after a run returns, errors at build time, awaited runs, and a
+//! run given while the pool is busy, whose wait is reported as queued.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::{TVar, TxError, TxOps};
@@ -346,4 +347,77 @@ fn an_awaited_run_is_completed_through_the_waker_and_queues_with_others() {
     drop(wl.submit(&pool).unwrap());
     drop(pool);
     assert_eq!(total.load(), 4 * 5050);
+}
+
+/// One unit that says it started, then holds its worker until released.
+struct Blocker {
+    started: AtomicBool,
+    release: AtomicBool,
+}
+
+impl Skeleton for Blocker {
+    type Unit = u32;
+    type Shared = ();
+    type PerWorker = ();
+    fn init_worker(&self, _: &(), _: &WorkerInfo) {}
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
+        _: &mut X,
+        _: &u32,
+        _: &mut (),
+        _: &'t (),
+        _: &mut ProcessCtx<u32>,
+    ) -> Result<(), TxError> {
+        self.started.store(true, Ordering::Release);
+        while !self.release.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+}
+
+/// How long the first run holds the pool after the second was given to it.
+const HELD: Duration = Duration::from_millis(200);
+
+#[test]
+fn a_run_given_while_the_pool_is_busy_reports_its_wait_as_queued_not_wall() {
+    let builder = Builder::new().threads(1);
+    let pool = WorkerPool::new(&builder).unwrap();
+    let blocker = Blocker { started: AtomicBool::new(false), release: AtomicBool::new(false) };
+    std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            let mut wl = builder.clone().build(&blocker, &()).unwrap();
+            wl.add_work_unit(0);
+            wl.run_on(&pool).unwrap()
+        });
+        while !blocker.started.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        // The pool's one worker is busy: this run queues behind the first.
+        let second = s.spawn(|| {
+            let total = TVar::new(0);
+            let mut wl = builder.clone().build(&Add, &total).unwrap();
+            wl.add_work_units(1..=10);
+            let given = Instant::now();
+            let report = wl.run_on(&pool).unwrap();
+            assert_eq!(total.load(), 55);
+            (report, given.elapsed())
+        });
+        std::thread::sleep(HELD);
+        blocker.release.store(true, Ordering::Release);
+        let first = first.join().unwrap();
+        let (second, second_total) = second.join().unwrap();
+        // The second run could not start before the release: it waited at
+        // least most of `HELD` (the rest is the time its thread took to
+        // give it to the pool), and within its own call's time.
+        assert!(second.queued >= HELD / 2, "second run queued {:?}, held {HELD:?}", second.queued);
+        assert!(second.queued <= second_total, "queued {:?} > the call's {second_total:?}", second.queued);
+        // Its wall time is its own ten units, not the wait.
+        assert!(second.wall < second.queued, "wall {:?} counts the wait {:?}", second.wall, second.queued);
+        // The first run found the pool idle; its wall time holds the hold.
+        assert!(first.queued < second.queued, "first {:?}, second {:?}", first.queued, second.queued);
+        assert!(first.wall >= HELD, "first run's wall {:?}", first.wall);
+        let j = serde_json::to_value(&second).unwrap();
+        assert_eq!(j["queued_seconds"].as_f64(), Some(second.queued.as_secs_f64()));
+    });
 }
