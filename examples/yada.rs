@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! # STAMP's simulator input (shipped with skelaff-stamp) and its standard one
-//! cargo run --release --features stamp --example yada -- -a20 -i crates/stamp/data/yada/633.2 -t2
+//! cargo run --release --features stamp --example yada -- -a20 -i crates/stamp-core/data/yada/633.2 -t2
 //! cargo run --release --features stamp --example yada -- -a15 -i path/to/stamp/yada/inputs/ttimeu100000.2 -t2 --json
 //! cargo run --release --features stamp --example yada -- -a15 -i path/to/stamp/yada/inputs/ttimeu100000.2 --sequential --json
 //! ```

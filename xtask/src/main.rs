@@ -406,7 +406,7 @@ fn make_initramfs(work: &Path, busybox: &Path, tests: &[(String, PathBuf)]) -> R
     }
     // The input files the crates ship (yada's meshes, kmeans's points),
     // at the absolute path the test binaries were built to read them from.
-    let data = workspace_root()?.join("crates/stamp/data");
+    let data = workspace_root()?.join("crates/stamp-core/data");
     let inside =
         dir.join(data.strip_prefix("/").with_context(|| format!("{} is not an absolute path", data.display()))?);
     copy_tree(&data, &inside).with_context(|| format!("copying {} into the guest", data.display()))?;

@@ -3,7 +3,7 @@
 //! in and the descriptor's buffers grown), then runs its operations inside
 //! [`costs_measured`], the one function callgrind counts.
 
-use skelaff_stamp::vacation::{ClientBench, VacationArgs};
+use skelaff_stamp_vacation::{ClientBench, VacationArgs};
 use skelaff_stm::{Config, Solo, TVar, TxError, TxOps, atomically, atomically_with, try_atomically};
 
 use crate::intset::{BrokenSet, Counts, IntSet, Mix, Rng, StmSet, fill};
@@ -29,7 +29,7 @@ pub enum ScenarioError {
     },
     /// Vacation's clients could not be set up.
     #[error("setting up vacation's clients")]
-    VacationSetup(#[source] skelaff_stamp::AppError),
+    VacationSetup(#[source] skelaff_stamp_core::AppError),
     /// The solo gate could not be taken.
     #[error("taking the STM's solo gate")]
     Solo(#[source] skelaff_stm::solo::SoloError),

@@ -9,25 +9,21 @@
 //! `--helpers`, `--distribution`, `--mapping`, `--shuffle`,
 //! `--sequential`, `--json`) and exits non-zero when its self-check fails.
 //!
+//! Each application is a crate of its own (`skelaff-stamp-vacation`, …,
+//! over `skelaff-stamp-core`, what they share), so that a build compiles
+//! the six side by side; this crate puts them back under one path.
+//!
 //! [`Skeleton`]: skelaff_worklist::Skeleton
 
-pub mod app;
-pub mod check;
-pub mod figures;
-pub mod genome;
-pub mod intruder;
-pub mod kmeans;
-pub mod labyrinth;
-pub mod peer;
-pub mod phases;
-pub mod plain;
-pub mod shipped;
-pub mod vacation;
-pub mod yada;
+pub use skelaff_stamp_core::{app, check, figures, peer, phases, plain, shipped};
+pub use skelaff_stamp_genome as genome;
+pub use skelaff_stamp_intruder as intruder;
+pub use skelaff_stamp_kmeans as kmeans;
+pub use skelaff_stamp_labyrinth as labyrinth;
+pub use skelaff_stamp_vacation as vacation;
+pub use skelaff_stamp_yada as yada;
 
-pub use app::{App, AppError, CommonArgs, Entry, Outcome};
-pub use check::CheckFailed;
-pub use figures::Figures;
+pub use skelaff_stamp_core::{App, AppError, CheckFailed, CommonArgs, Entry, Figures, Outcome};
 
 /// Every application, for `skelaff run` and `skelaff experiment`.
 pub fn registry() -> Vec<Entry> {
