@@ -5,12 +5,12 @@
 //! run that places it; the nested-run path still gets helpers.
 //! (`helper_pool_threads.rs` counts the process's threads.)
 
-mod helper_common;
+mod pool_common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use helper_common::{Add, Counting, Helped, add_with_helpers};
+use pool_common::{Add, Counting, Helped, add_with_helpers};
 use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_worklist::{Builder, Decision, Helpers, ProcessCtx, RunReport, Skeleton, WorkerInfo, WorkerPool};
 

@@ -3,9 +3,9 @@
 //! before it was built. Alone in its test target, so that no other test's
 //! threads come and go meanwhile.
 
-mod helper_common;
+mod pool_common;
 
-use helper_common::{Counting, Helped, add_with_helpers};
+use pool_common::{Counting, Helped, add_with_helpers};
 use skelaff_worklist::{Builder, Helpers, WorkerPool};
 
 /// The threads of this process, as Linux lists them.

@@ -9,32 +9,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+mod pool_common;
+
+use pool_common::Add;
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_worklist::{
     Builder, Error, PagePolicy, ProcessCtx, Skeleton, ThreadLayout, ThreadMapping, ThreadPlace, ThreadPlacement,
     WorkerInfo, WorkerPool,
 };
-
-/// Sums its units.
-struct Add;
-
-impl Skeleton for Add {
-    type Unit = u64;
-    type Shared = TVar<u64>;
-    type PerWorker = ();
-    fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-    fn process<'t, X: TxOps<'t>>(
-        &'t self,
-        tx: &mut X,
-        u: &u64,
-        _: &mut (),
-        t: &'t TVar<u64>,
-        _: &mut ProcessCtx<u64>,
-    ) -> Result<(), TxError> {
-        tx.update(t, |v| v + u).map(|_| ())
-    }
-}
 
 /// Splits ranges until they are small, then counts their numbers (units
 /// generate units: SkelAff's switch to bind happens in every run).

@@ -1,4 +1,4 @@
-//! What the helper-pool tests share: a skeleton that sums, a helper
+//! What the worker-pool tests share: a skeleton that sums, a helper
 //! implementation that records where its bodies ran (and can panic), and
 //! a placement that gives every worker a helper place.
 #![allow(dead_code)] // each test target uses part of it
