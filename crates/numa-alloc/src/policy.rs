@@ -292,16 +292,58 @@ impl Policy {
     pub fn set_for_thread(&self, topo: &Topology) -> Result<()> {
         self.validate(topo)?;
         check_allowed_now(&self.nodes())?;
-        let (mode, nodes) = match *self {
+        let (mode, nodes) = self.thread_form()?;
+        sys::set_mempolicy(mode, nodes.as_words())?;
+        Ok(())
+    }
+
+    /// Whether the calling thread's kernel policy is now the one
+    /// [`set_for_thread`](Policy::set_for_thread) makes of this policy: the
+    /// same mode, without mode flags, over the same nodes (`get_mempolicy`,
+    /// one system call). A policy set since, by any code on this thread,
+    /// or rebound by the kernel after a change of the cpuset's nodes, makes
+    /// it false; so does `Cyclic`, which is never a thread's policy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sys`] if the kernel refuses the call (`ENOSYS` on a kernel
+    /// without NUMA support); as [`set_for_thread`](Policy::set_for_thread)
+    /// for a `Preferred` node past [`MAX_NODES`](crate::MAX_NODES).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_numa_alloc::{Policy, Topology};
+    ///
+    /// let topo = Topology::get()?;
+    /// let node = topo.allowed_nodes().first().unwrap();
+    /// std::thread::spawn(move || {
+    ///     Policy::Preferred(node).set_for_thread(topo)?;
+    ///     assert!(Policy::Preferred(node).is_thread_policy()?);
+    ///     assert!(!Policy::FirstTouch.is_thread_policy()?);
+    ///     Ok::<(), skelaff_numa_alloc::Error>(())
+    /// })
+    /// .join()
+    /// .unwrap()?;
+    /// # Ok::<(), skelaff_numa_alloc::Error>(())
+    /// ```
+    pub fn is_thread_policy(&self) -> Result<bool> {
+        let Ok((mode, nodes)) = self.thread_form() else { return Ok(false) };
+        let mut words = [0u64; crate::sets::MAX_NODES / 64];
+        let now = sys::thread_mempolicy(&mut words)?;
+        Ok(now == mode && NodeSet::from_words(&words) == nodes)
+    }
+
+    /// The mode and nodes `set_mempolicy` takes for this policy.
+    fn thread_form(&self) -> Result<(core::ffi::c_int, NodeSet)> {
+        Ok(match *self {
             Policy::FirstTouch => (sys::MPOL_DEFAULT, NodeSet::new()),
             Policy::Local => (sys::MPOL_LOCAL, NodeSet::new()),
             Policy::Bind(n) => (sys::MPOL_BIND, n),
             Policy::Preferred(n) => (sys::MPOL_PREFERRED, NodeSet::try_single(n)?),
             Policy::Interleave(n) => (sys::MPOL_INTERLEAVE, n),
             Policy::Cyclic { .. } => return Err(Error::NotAThreadPolicy { policy: self.name() }),
-        };
-        sys::set_mempolicy(mode, nodes.as_words())?;
-        Ok(())
+        })
     }
 }
 
@@ -471,6 +513,28 @@ mod tests {
     use super::*;
     use crate::topology::SyntheticSpec;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_thread_policy_read_back_tells_mode_and_nodes_apart() {
+        let topo = Topology::get().unwrap();
+        let nodes = topo.allowed_nodes();
+        // On a thread of its own: the policies set here die with it.
+        std::thread::spawn(move || {
+            Policy::Interleave(nodes).set_for_thread(topo).unwrap();
+            assert!(Policy::Interleave(nodes).is_thread_policy().unwrap());
+            // The same nodes in another mode, or the same mode on other nodes.
+            assert!(!Policy::Bind(nodes).is_thread_policy().unwrap());
+            assert!(!Policy::Interleave(NodeSet::single(crate::MAX_NODES - 1)).is_thread_policy().unwrap());
+            // Cyclic is never a thread's policy, even over the same nodes.
+            assert!(!Policy::Cyclic { nodes, block: 4096 }.is_thread_policy().unwrap());
+            Policy::FirstTouch.set_for_thread(topo).unwrap();
+            assert!(Policy::FirstTouch.is_thread_policy().unwrap());
+            assert!(!Policy::Interleave(nodes).is_thread_policy().unwrap());
+            assert!(!Policy::Local.is_thread_policy().unwrap());
+        })
+        .join()
+        .unwrap();
+    }
 
     fn four_nodes() -> Topology {
         Topology::synthetic(SyntheticSpec {

@@ -338,6 +338,31 @@ pub(crate) fn mems_allowed(mask: &mut [u64]) -> SysResult<()> {
     })
 }
 
+/// `get_mempolicy(&mode, mask, .., NULL, 0)`: the calling thread's own
+/// policy: its mode (with the mode flags the kernel keeps, such as
+/// `MPOL_F_STATIC_NODES`, in the high bits) and its nodes into `mask`
+/// (empty for the default and local policies). Fails with `EINVAL` when
+/// `mask` has fewer bits than the kernel has possible nodes.
+pub(crate) fn thread_mempolicy(mask: &mut [u64]) -> SysResult<c_int> {
+    let mut mode: c_int = 0;
+    checked_zero("get_mempolicy", || {
+        // SAFETY: `mode` is a valid out-pointer; the mask is valid for
+        // writes of `mask.len()` words, which is what `maxnode` covers;
+        // without flags the address argument is unused.
+        unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut mode as *mut c_int,
+                mask.as_mut_ptr(),
+                maxnode_for(mask.len()),
+                0 as c_ulong,
+                0 as c_ulong,
+            )
+        }
+    })?;
+    Ok(mode)
+}
+
 /// Reads the start of the file at `path` (a NUL-terminated path) into
 /// `buf`: the number of bytes read, at most `buf.len()`. Without
 /// allocating, so the global allocator may read a node's `meminfo` with it.

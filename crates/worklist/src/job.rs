@@ -203,8 +203,8 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
                 }
             };
         *self.results[index].lock() = report;
-        // The next run on this thread starts from the default policy.
-        page_policy::reset_worker_policy(self.state.settings.policy);
+        // The thread keeps the run's page policy: the next run on it sets
+        // its own first thing, at no cost when it is the same.
         self.last_end.fetch_max(self.now_ns(), Ordering::Relaxed);
     }
 

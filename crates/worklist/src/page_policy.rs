@@ -11,6 +11,8 @@
 //! cyclic policy is approximated by the kernel's interleave over the same
 //! nodes.
 
+use std::cell::Cell;
+
 use skelaff_numa_alloc::alloc::{self, NumaAlloc};
 use skelaff_numa_alloc::{Error, NodeSet, Policy, Topology, pin};
 
@@ -32,18 +34,63 @@ pub(crate) fn bind_node(info: &WorkerInfo) -> usize {
     info.node.or_else(|| pin::current_node().ok()).unwrap_or(0)
 }
 
+thread_local! {
+    /// The policy the last [`set_worker_policy`] on this thread put in
+    /// force, kept between the runs a pool's thread serves (nothing else
+    /// runs on it); `None` after a failed one.
+    static IN_FORCE: Cell<Option<Policy>> = const { Cell::new(None) };
+}
+
 /// Makes `policy` the calling worker thread's page policy.
+///
+/// A pool's thread keeps the policy of its last run, so a run with the
+/// same policy finds it in force: then only the kernel's copy is read back
+/// (one `get_mempolicy`, none when `NumaAlloc` is the global allocator,
+/// whose thread policy is this process's own), in place of two checks of
+/// `mems_allowed` and two `set_mempolicy` a run. The read-back catches a
+/// policy that code in the last run's units set on this thread, or that
+/// the kernel rebound after a change of the cpuset's nodes: then the
+/// policy is set again, with its checks.
 pub(crate) fn set_worker_policy(policy: Policy) -> Result<(), Error> {
+    if IN_FORCE.get() == Some(policy) && still_in_force(policy) {
+        return Ok(());
+    }
+    IN_FORCE.set(None);
+    if let Err(e) = set_now(policy) {
+        // Nothing half set stays behind for the thread's next run.
+        clear_worker_policy();
+        return Err(e);
+    }
+    IN_FORCE.set(Some(policy));
+    Ok(())
+}
+
+/// Sets `policy` as the allocator's thread policy and, unless `NumaAlloc`
+/// is the global allocator, as the kernel's.
+fn set_now(policy: Policy) -> Result<(), Error> {
     alloc::set_thread_policy(policy)?;
     if NumaAlloc::is_global() {
         return Ok(());
     }
     let topo = Topology::get()?;
-    let kernel = match policy {
+    kernel_form(policy).set_for_thread(topo)
+}
+
+/// The kernel's form of a worker policy: it has no cyclic mode, so a
+/// cyclic policy is its interleave over the same nodes.
+fn kernel_form(policy: Policy) -> Policy {
+    match policy {
         Policy::Cyclic { nodes, .. } => Policy::Interleave(nodes),
         p => p,
-    };
-    kernel.set_for_thread(topo)
+    }
+}
+
+/// Whether `policy`, set by this thread's last [`set_worker_policy`], is
+/// still the allocator's thread policy and (unless `NumaAlloc` is global)
+/// the kernel's. A kernel that cannot say counts as changed.
+fn still_in_force(policy: Policy) -> bool {
+    alloc::thread_policy() == Some(policy)
+        && (NumaAlloc::is_global() || kernel_form(policy).is_thread_policy().unwrap_or(false))
 }
 
 /// Whether `NumaAlloc` is the process's global allocator.
@@ -51,16 +98,14 @@ pub(crate) fn numa_alloc_is_global() -> bool {
     NumaAlloc::is_global()
 }
 
-/// Clears the calling worker thread's policy after a run of `policy`, so
-/// that nothing the thread allocates between runs (or in the next run,
-/// before it sets its own) follows this run's policy: the allocator's
-/// thread policy is dropped, and the kernel's (set only when `NumaAlloc`
-/// is not the global allocator) goes back to the default. An error there
-/// is ignored: the next run sets its own policy first thing anyway.
-pub(crate) fn reset_worker_policy(policy: PagePolicy) {
+/// Clears the calling worker thread's policy: the allocator's thread
+/// policy is dropped, and the kernel's (set only when `NumaAlloc` is not
+/// the global allocator) goes back to the default. An error there is
+/// ignored: the next run sets its own policy first thing anyway.
+fn clear_worker_policy() {
+    IN_FORCE.set(None);
     alloc::clear_thread_policy();
-    if NumaAlloc::is_global() || policy == PagePolicy::FirstTouch {
-        // A first-touch run (that never switches) left the kernel default.
+    if NumaAlloc::is_global() {
         return;
     }
     if let Ok(topo) = Topology::get() {

@@ -31,9 +31,11 @@ use crate::skeleton::WorkerInfo;
 /// [`run_with_on`](crate::Worklist::run_with_on), or awaited with
 /// [`Worklist::submit`](crate::Worklist::submit)) from any thread.
 /// Everything else of a run stays per run: its page policy (each worker
-/// sets the run's policy when the run starts, SkelAff's switch to bind
-/// happens within the run, and the thread's policy is cleared when the
-/// run ends), its STM settings, which workers get a helper, the helpers'
+/// makes the run's policy its thread's when the run starts, and SkelAff's
+/// switch to bind happens within the run; a thread keeps the policy
+/// between runs, so that a run with the same one only reads the kernel's
+/// back, and sets it again if code on the thread changed it), its STM
+/// settings, which workers get a helper, the helpers'
 /// channels and figures, and its migration thread.
 ///
 /// # Helper threads

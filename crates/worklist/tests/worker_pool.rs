@@ -404,3 +404,69 @@ fn a_run_given_while_the_pool_is_busy_reports_its_wait_as_queued_not_wall() {
         assert_eq!(j["queued_seconds"].as_f64(), Some(second.queued.as_secs_f64()));
     });
 }
+
+/// In a run that meddles, each worker sets its thread's kernel policy to
+/// the default from its `init_worker`, as code in a unit may; in the other
+/// runs, each worker counts whether the run's own policy (interleave over
+/// every node, or bind to the worker's node) is in force on its thread
+/// when its `init_worker` starts.
+struct Meddle {
+    meddle: bool,
+    bind: bool,
+}
+
+impl Skeleton for Meddle {
+    type Unit = u64;
+    type Shared = AtomicU64;
+    type PerWorker = ();
+    fn init_worker(&self, in_force: &AtomicU64, info: &WorkerInfo) {
+        let topo = Topology::get().unwrap();
+        let expected = if self.bind {
+            // The worker's node, or (unpinned) the one it runs on, as the pool binds.
+            let node = info.node.or_else(|| skelaff_numa_alloc::pin::current_node().ok()).unwrap_or(0);
+            skelaff_numa_alloc::Policy::Bind(skelaff_numa_alloc::NodeSet::single(node))
+        } else {
+            skelaff_numa_alloc::Policy::Interleave(topo.allowed_nodes())
+        };
+        if self.meddle {
+            skelaff_numa_alloc::Policy::FirstTouch.set_for_thread(topo).unwrap();
+        } else if expected.is_thread_policy().unwrap() {
+            in_force.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
+        _: &mut X,
+        _: &u64,
+        _: &mut (),
+        _: &'t AtomicU64,
+        _: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_run_finds_its_page_policy_in_force_though_the_last_run_changed_it() {
+    // A pool's thread keeps its last run's policy, and a run with the same
+    // one reads the kernel's back instead of setting it again: a policy
+    // changed by the last run's code must be caught and set again, and a
+    // run with another policy must not find the last one's.
+    let interleave = Builder::new().threads(2).policy(PagePolicy::Interleave);
+    let bind = interleave.clone().policy(PagePolicy::Bind);
+    let pool = WorkerPool::new(&interleave).unwrap();
+    let run = |meddle: bool, bind_run: bool| {
+        let (skeleton, in_force) = (Meddle { meddle, bind: bind_run }, AtomicU64::new(0));
+        let builder = if bind_run { &bind } else { &interleave };
+        let mut wl = builder.clone().build(&skeleton, &in_force).unwrap();
+        wl.add_work_units(0..4);
+        wl.run_on(&pool).unwrap();
+        in_force.into_inner()
+    };
+    assert_eq!(run(false, false), 2, "the first run's policy is in force on both workers");
+    assert_eq!(run(false, false), 2, "a second run with the same policy finds it in force");
+    run(true, false);
+    assert_eq!(run(false, false), 2, "after a run whose code changed it, the policy is set again");
+    assert_eq!(run(false, true), 2, "a run with another policy has its own");
+    assert_eq!(run(false, false), 2, "and the next run its own again");
+}

@@ -25,6 +25,7 @@ mod stats;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
+use core::sync::atomic::{AtomicU8, Ordering};
 
 pub use chunk::{CHUNK_SIZE, ChunkInfo};
 pub use key::Binding;
@@ -102,8 +103,20 @@ impl NumaAlloc {
     /// assert!(!skelaff_numa_alloc::alloc::NumaAlloc::is_global());
     /// ```
     pub fn is_global() -> bool {
-        let b = std::hint::black_box(Box::new(0u64));
-        owns(&*b as *const u64 as *const u8)
+        // A process's global allocator is fixed when it is linked, so the
+        // answer, found once by allocating a block and asking whether it
+        // is ours, holds for the rest of the process. 0: not asked yet.
+        static ANSWER: AtomicU8 = AtomicU8::new(0);
+        match ANSWER.load(Ordering::Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let b = std::hint::black_box(Box::new(0u64));
+                let ours = owns(&*b as *const u64 as *const u8);
+                ANSWER.store(if ours { 2 } else { 1 }, Ordering::Relaxed);
+                ours
+            }
+        }
     }
 }
 
