@@ -25,6 +25,15 @@
 //! | run r     | any      | each thread calls r once; the last one promotes the head of `queue` |
 //! | none      | empty, `shutdown` | every thread returns from [`Crew::serve`]      |
 //!
+//! A condition variable is notified only when the state says someone is
+//! blocked on it (`asleep`, `awaiting_idle`, a [`Ticket`]'s waiter marked
+//! as a blocked thread): a notification is a system call even when nobody
+//! waits, and runs given back to back mostly find the crew's threads and
+//! the caller still spinning. Each count is changed under the lock the
+//! waiter blocks with, and the notifier reads it under that lock after
+//! changing what the waiter looks at, so a waiter either sees the change
+//! before it blocks or is counted and notified.
+//!
 //! A thread cannot miss a generation: a run stays current until every
 //! thread (this one included) has counted it down, so the generation moves
 //! by exactly one between two runs a thread serves.
@@ -79,7 +88,10 @@ enum JobRef {
 
 /// Who waits for a run to complete.
 enum Waiter {
-    /// Nobody yet, or a thread blocked on [`Ticket::cv`].
+    /// Nobody yet (or a thread that has not blocked: it looks at `done`
+    /// before it does).
+    Nobody,
+    /// A thread blocked on [`Ticket::cv`].
     Thread,
     /// A task, woken once when the run completes.
     Task(Waker),
@@ -106,7 +118,7 @@ impl Ticket {
             remaining: AtomicUsize::new(threads),
             panicked: AtomicBool::new(false),
             done: AtomicBool::new(false),
-            waiter: Mutex::new(Waiter::Thread),
+            waiter: Mutex::new(Waiter::Nobody),
             cv: Condvar::new(),
         }
     }
@@ -126,15 +138,19 @@ impl Ticket {
         }
     }
 
-    /// Marks the run complete and wakes its waiter.
+    /// Marks the run complete and wakes its waiter (a thread only if it
+    /// blocked: a notification costs a system call even when nobody waits).
     fn complete(&self) {
         let task = {
             let mut w = self.waiter.lock();
             self.done.store(true, Ordering::Release);
-            self.cv.notify_all();
-            match std::mem::replace(&mut *w, Waiter::Thread) {
+            match std::mem::replace(&mut *w, Waiter::Nobody) {
                 Waiter::Task(waker) => Some(waker),
-                Waiter::Thread => None,
+                Waiter::Thread => {
+                    self.cv.notify_all();
+                    None
+                }
+                Waiter::Nobody => None,
             }
         };
         // Woken outside the lock: a waker may run code of the runtime's.
@@ -161,7 +177,10 @@ impl Ticket {
             backoff.snooze();
         }
         let mut w = self.waiter.lock();
+        // Checked under the lock, which `complete` holds while it sets
+        // `done` and looks for a blocked thread to notify.
         while !self.is_done() {
+            *w = Waiter::Thread;
             w = self.cv.wait(w);
         }
     }
@@ -189,6 +208,11 @@ struct State {
     current: Option<Arc<Ticket>>,
     queue: VecDeque<Arc<Ticket>>,
     shutdown: bool,
+    /// Threads blocked on `work`, and callers blocked on `idle`: a
+    /// condition variable is notified only when someone waits on it (its
+    /// notification is a system call even when nobody does).
+    asleep: usize,
+    awaiting_idle: usize,
 }
 
 /// The hand-off state a pool's threads and its callers share.
@@ -210,7 +234,14 @@ impl Crew {
     pub fn new(threads: usize) -> Self {
         Crew {
             threads,
-            state: Mutex::new(State { generation: 0, current: None, queue: VecDeque::new(), shutdown: false }),
+            state: Mutex::new(State {
+                generation: 0,
+                current: None,
+                queue: VecDeque::new(),
+                shutdown: false,
+                asleep: 0,
+                awaiting_idle: 0,
+            }),
             work: Condvar::new(),
             idle: Condvar::new(),
             generation: AtomicU64::new(0),
@@ -238,7 +269,9 @@ impl Crew {
                     if st.shutdown {
                         return;
                     }
+                    st.asleep += 1;
                     st = self.work.wait(st);
+                    st.asleep -= 1;
                 }
             };
             // A new generation always comes with its run (see the table).
@@ -258,11 +291,17 @@ impl Crew {
         if st.current.is_some() {
             st.generation += 1;
             self.generation.store(st.generation, Ordering::Release);
+            let wake = st.asleep > 0;
             drop(st);
-            self.work.notify_all();
+            if wake {
+                self.work.notify_all();
+            }
         } else {
+            let wake = st.awaiting_idle > 0;
             drop(st);
-            self.idle.notify_all();
+            if wake {
+                self.idle.notify_all();
+            }
         }
     }
 
@@ -274,8 +313,13 @@ impl Crew {
             st.current = Some(ticket);
             st.generation += 1;
             self.generation.store(st.generation, Ordering::Release);
+            // A thread not asleep looks at the generation, under the lock,
+            // before it blocks.
+            let wake = st.asleep > 0;
             drop(st);
-            self.work.notify_all();
+            if wake {
+                self.work.notify_all();
+            }
         } else {
             st.queue.push_back(ticket);
         }
@@ -324,7 +368,9 @@ impl Crew {
     pub fn shutdown(&self) {
         let mut st = self.state.lock();
         while st.current.is_some() {
+            st.awaiting_idle += 1;
             st = self.idle.wait(st);
+            st.awaiting_idle -= 1;
         }
         st.shutdown = true;
         drop(st);
