@@ -320,22 +320,7 @@ pub(crate) fn move_pages(
 /// `n / 64` is node `n`). Fails with `EINVAL` when `mask` has fewer bits
 /// than the kernel has possible nodes.
 pub(crate) fn mems_allowed(mask: &mut [u64]) -> SysResult<()> {
-    let mut mode: c_int = 0;
-    checked_zero("get_mempolicy", || {
-        // SAFETY: `mode` is a valid out-pointer; the mask is valid for
-        // writes of `mask.len()` words, which is what `maxnode` covers;
-        // with MPOL_F_MEMS_ALLOWED the address argument is unused.
-        unsafe {
-            libc::syscall(
-                libc::SYS_get_mempolicy,
-                &mut mode as *mut c_int,
-                mask.as_mut_ptr(),
-                maxnode_for(mask.len()),
-                0 as c_ulong,
-                MPOL_F_MEMS_ALLOWED,
-            )
-        }
-    })
+    get_mempolicy(mask, MPOL_F_MEMS_ALLOWED).map(|_| ())
 }
 
 /// `get_mempolicy(&mode, mask, .., NULL, 0)`: the calling thread's own
@@ -344,11 +329,17 @@ pub(crate) fn mems_allowed(mask: &mut [u64]) -> SysResult<()> {
 /// (empty for the default and local policies). Fails with `EINVAL` when
 /// `mask` has fewer bits than the kernel has possible nodes.
 pub(crate) fn thread_mempolicy(mask: &mut [u64]) -> SysResult<c_int> {
+    get_mempolicy(mask, 0)
+}
+
+/// `get_mempolicy` without an address, with `flags`: the mode it returns.
+fn get_mempolicy(mask: &mut [u64], flags: c_ulong) -> SysResult<c_int> {
     let mut mode: c_int = 0;
     checked_zero("get_mempolicy", || {
         // SAFETY: `mode` is a valid out-pointer; the mask is valid for
         // writes of `mask.len()` words, which is what `maxnode` covers;
-        // without flags the address argument is unused.
+        // with no address flag (`MPOL_F_ADDR`) the address argument is
+        // unused.
         unsafe {
             libc::syscall(
                 libc::SYS_get_mempolicy,
@@ -356,7 +347,7 @@ pub(crate) fn thread_mempolicy(mask: &mut [u64]) -> SysResult<c_int> {
                 mask.as_mut_ptr(),
                 maxnode_for(mask.len()),
                 0 as c_ulong,
-                0 as c_ulong,
+                flags,
             )
         }
     })?;
