@@ -281,8 +281,7 @@ mod tests {
     }
 
     /// A file included with `#[path]` finds its own `mod x;` children
-    /// beside it, as rustc does (crates/stm's `bank_numa_alloc` includes
-    /// `bank.rs`, whose `mod common;` is `tests/common/mod.rs`).
+    /// beside it, as rustc does.
     #[test]
     fn a_file_named_by_path_has_its_children_beside_it() {
         let r = check(&[

@@ -165,7 +165,7 @@ macro_rules! owned_map_tests {
 // Fixed buckets: a map that grows retires its old bucket arrays to the
 // epoch reclaimer, which frees them later, so the exact allocation counts
 // of `every_node_is_freed_once_however_far_an_iterator_runs` would not
-// hold. Owned access after growth: tests/hash_growth.rs.
+// hold. Owned access after growth: tests/it/hash_growth.rs.
 owned_map_tests!(hash, THashMap<u32, u64>, THashMap::with_fixed_buckets(64), false, true);
 owned_map_tests!(list, TList<u32, u64>, TList::new(), true, true);
 owned_map_tests!(rbtree, TMap<u32, u64>, TMap::new(), true, true);

@@ -3,6 +3,7 @@
 //! before it was built. Alone in its test target, so that no other test's
 //! threads come and go meanwhile.
 
+#[path = "it/pool_common.rs"]
 mod pool_common;
 
 use pool_common::{Counting, Helped, add_with_helpers};

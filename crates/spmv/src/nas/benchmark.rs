@@ -4,6 +4,7 @@
 //! ([`NasCg::trace`], in `trace.rs`); [`run`] sets one up and runs it.
 
 use core::fmt;
+use core::num::NonZeroUsize;
 use std::time::Instant;
 
 use super::power::{PowerVecs, power_method};
@@ -76,6 +77,53 @@ impl NasCg {
         let iterations = power_method(team, &sys, &mut self.vecs, &params, params.niter);
         let seconds = timer.elapsed().as_secs_f64();
         Ok(NasReport::new(self.class, self.op.nnz(), team.threads(), (seconds, self.init_seconds), iterations))
+    }
+
+    /// Runs only the first `iterations` outer iterations of the power
+    /// method on `team` (no warm-up; `x` reset to ones first, as at the
+    /// start of every [`NasCg::run`]), timed: the same iterations, on the
+    /// same placed buffers, as the start of a full run, so their log equals
+    /// the first entries of [`NasCg::run`]'s. Fewer than the class's
+    /// `niter` do not reach the official zeta, and the report says so
+    /// (`verified` is false; Mop/s count the operations of these
+    /// iterations only); for what needs the benchmark's memory
+    /// traffic and one iteration's zeta, not its verification (the
+    /// emulated machines' locality test, where a class S iteration takes
+    /// half a second).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TeamMismatch`] if the team is not the one the matrix was
+    /// split for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::num::NonZeroUsize;
+    ///
+    /// use skelaff_spmv::nas::{Class, NasCg};
+    /// use skelaff_spmv::{Masa, SpmvOptions};
+    ///
+    /// let masa = Masa::preprocess(2)?;
+    /// let team = masa.team()?;
+    /// let mut cg = NasCg::new(&masa, Class::S, SpmvOptions::default())?;
+    /// let short = cg.run_iterations(&team, NonZeroUsize::MIN)?;
+    /// assert_eq!(short.iterations.len(), 1);
+    /// assert!(!short.verified);
+    /// # Ok::<(), skelaff_spmv::Error>(())
+    /// ```
+    pub fn run_iterations(&mut self, team: &Team, iterations: NonZeroUsize) -> Result<NasReport> {
+        if team.threads() != self.op.threads() {
+            return Err(Error::TeamMismatch { expected: self.op.threads(), got: team.threads() });
+        }
+        let params = self.class.params();
+        let timer = Instant::now();
+        let log = power_method(team, &OnTeam(&self.op), &mut self.vecs, &params, iterations.get());
+        let seconds = timer.elapsed().as_secs_f64();
+        let mut report = NasReport::new(self.class, self.op.nnz(), team.threads(), (seconds, self.init_seconds), log);
+        // NPB's operation count is for `niter` iterations: these made a share of it.
+        report.mops *= iterations.get() as f64 / params.niter as f64;
+        Ok(report)
     }
 
     /// The class.

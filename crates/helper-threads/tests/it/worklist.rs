@@ -2,7 +2,7 @@
 //! and off, no deadlock when workers finish or stop while helpers are
 //! mid-shadow, placement, and adaptive tuning.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

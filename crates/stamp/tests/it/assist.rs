@@ -10,7 +10,7 @@
 //! On a machine with no free CPU for an auxiliary the STM runs the worker
 //! plain; the results must be the same either way.
 
-mod common;
+use crate::common;
 
 use common::results;
 use skelaff_stamp::{CommonArgs, registry};

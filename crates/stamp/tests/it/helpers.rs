@@ -9,7 +9,7 @@
 //! yada's refined mesh — must be equal. With two workers the interleaving differs from run to
 //! run, so only the self-check is compared.
 
-mod common;
+use crate::common;
 
 use common::results;
 use skelaff_stamp::{CommonArgs, registry};

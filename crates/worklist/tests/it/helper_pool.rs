@@ -5,7 +5,7 @@
 //! run that places it; the nested-run path still gets helpers.
 //! (`helper_pool_threads.rs` counts the process's threads.)
 
-mod pool_common;
+use crate::pool_common;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! loops are cut by the lifespan, a full write log stops the shadow, and
 //! the worker's results are those of a run without helpers.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-mod pool_common;
+use crate::pool_common;
 
 use pool_common::Add;
 use skelaff_numa_alloc::Topology;

@@ -1,7 +1,7 @@
 //! What the worker-pool tests share: a skeleton that sums, a helper
 //! implementation that records where its bodies ran (and can panic), and
 //! a placement that gives every worker a helper place.
-#![allow(dead_code)] // each test target uses part of it
+#![allow(dead_code)] // helper_pool_threads uses part of it
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -2,7 +2,7 @@
 //! nothing, drops what it allocated, and the thread can go on.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

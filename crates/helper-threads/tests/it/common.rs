@@ -1,7 +1,5 @@
 //! Shared pieces of the helper-thread tests.
 
-#![allow(dead_code)]
-
 use std::sync::mpsc;
 use std::time::Duration;
 

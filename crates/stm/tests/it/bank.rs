@@ -2,7 +2,7 @@
 //! changes, inside any transaction or after; no update is lost.
 #![cfg(not(loom))]
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
