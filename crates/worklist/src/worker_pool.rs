@@ -173,7 +173,10 @@ impl WorkerPool {
             .enumerate()
             .map(|(index, w)| WorkerInfo { index, cpu: w.cpu, node: w.node, threads })
             .collect();
-        let crew = Arc::new(Crew::new(threads));
+        // A caller shares a CPU with the workers when they are as many as
+        // the CPUs this process may use.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let crew = Arc::new(Crew::new(threads).caller_shares_cpu(threads >= cpus));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut pool = WorkerPool {
             crew,
