@@ -52,3 +52,6 @@ pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};
 pub use sets::{CpuSet, MAX_NODES, NodeSet};
 #[cfg(not(loom))]
 pub use topology::{CacheGroup, Core, HugePagePool, NumaNode, Pu, Source, SyntheticSpec, Topology};
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;
