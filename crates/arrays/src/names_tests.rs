@@ -41,10 +41,6 @@ where
 use crate::error::Error;
 use crate::hints::{AccessPattern, Choice, Implementation, LargePages};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn hint_names() {
     let patterns = [(AccessPattern::Sequential, "sequential"), (AccessPattern::Random, "random")];

@@ -40,10 +40,6 @@ where
 
 use crate::{ConfigError, Prefetch, StopReason};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn stop_reason() {
     let table = [

@@ -40,10 +40,6 @@ where
 
 use crate::{AccessKind, Attribution, Error, PaperMachine, RowKind, Scheme};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn profile_names() {
     let kinds = [(AccessKind::Read, "read"), (AccessKind::Write, "write")];

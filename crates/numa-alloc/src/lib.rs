@@ -17,6 +17,7 @@ mod fit;
 #[cfg(not(loom))]
 mod frames;
 pub mod idle;
+mod names;
 #[cfg(not(loom))]
 pub mod node_memory;
 pub mod park;

@@ -40,10 +40,6 @@ where
 
 use crate::{Error, Mapping};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn mapping() {
     let table = [(Mapping::Scatter, "scatter"), (Mapping::Compact, "compact")];

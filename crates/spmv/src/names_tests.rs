@@ -32,10 +32,6 @@ use crate::nas::Class;
 use crate::trace::{TouchKind, TracedArray};
 use crate::{ArrayPlacement, Error, Simd, SplitKind, SymVariant};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn traced_arrays() {
     let table = [
@@ -67,8 +63,11 @@ fn operator_names() {
     shown(&split);
     parsed(&split, &[]);
     assert_eq!(SplitKind::VARIANTS, split.map(|(_, n)| n));
-    let placement =
-        [(ArrayPlacement::FirstTouch, "first-touch"), (ArrayPlacement::Masa, "masa"), (ArrayPlacement::Interleave, "interleave")];
+    let placement = [
+        (ArrayPlacement::FirstTouch, "first-touch"),
+        (ArrayPlacement::Masa, "masa"),
+        (ArrayPlacement::Interleave, "interleave"),
+    ];
     shown(&placement);
     parsed(&placement, &[(ArrayPlacement::FirstTouch, "firsttouch")]);
     assert_eq!(ArrayPlacement::VARIANTS, placement.map(|(_, n)| n));

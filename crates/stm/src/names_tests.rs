@@ -40,10 +40,6 @@ where
 
 use crate::{Assist, AuxPlacement, ConfigError, ContentionManager};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn assist() {
     let table = [(Assist::Off, "off"), (Assist::Validation, "validation")];

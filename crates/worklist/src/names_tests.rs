@@ -40,10 +40,6 @@ where
 
 use crate::{Distribution, Error, HelperSite, Helpers, NoHelper, PagePolicy, ThreadMapping, TxAssist};
 
-// strum 0.28: the list of names is its trait's (removed with strum).
-#[allow(unused_imports)]
-use strum::VariantNames;
-
 #[test]
 fn distribution() {
     let table = [(Distribution::Shared, "shared"), (Distribution::PerNode, "per-node")];
@@ -71,7 +67,8 @@ fn no_helper() {
 
 #[test]
 fn placement_names() {
-    let table = [(ThreadMapping::Scatter, "scatter"), (ThreadMapping::Compact, "compact"), (ThreadMapping::None, "none")];
+    let table =
+        [(ThreadMapping::Scatter, "scatter"), (ThreadMapping::Compact, "compact"), (ThreadMapping::None, "none")];
     shown(&table);
     parsed(&table, &[]);
     static_str(&table);
