@@ -2,8 +2,8 @@
 //! policy's mode, a scheme) written once: `Display`, the list of names,
 //! `&'static str` from a value and, where a parse error is given, `FromStr`
 //! and `TryFrom<&str>`. The skelaff crates name their enums with it rather
-//! than with a derive crate, whose proc-macro and its syn were a tenth of
-//! what a default build of `skelaff` compiled (issue 40).
+//! than with strum's derives, whose proc-macro crates (and the syn 2 they
+//! needed) made a default build of `skelaff` larger (issue 40).
 
 /// Implements the names of a fieldless enum, one name per variant.
 ///
