@@ -20,7 +20,7 @@
 )]
 #![cfg_attr(
     feature = "spmv",
-    doc = "- [`spmv`] (feature `spmv`, default): MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG."
+    doc = "- [`spmv`] (feature `spmv`): MASA-pinned sparse matrix-vector multiply, Matrix Market, CG and NAS CG."
 )]
 #![cfg_attr(
     feature = "helpers",
@@ -32,14 +32,14 @@
 //!
 //! # Features
 //!
-//! The default features (`arrays`, `spmv`, `helpers`) are the library: no
+//! The default features (`arrays`, `helpers`) are the library: no SpMV,
 //! command line, plotting, compression or perf counters. Every feature is
 //! additive:
 //!
 //! | feature | brings |
 //! |---|---|
 //! | `arrays` (default) | `skelaff::arrays` |
-//! | `spmv` (default) | `skelaff::spmv` |
+//! | `spmv` | `skelaff::spmv` |
 //! | `helpers` (default) | `skelaff::helpers` |
 //! | `stamp` | `skelaff::stamp`: the STAMP applications, their flags and input readers (clap, flate2, rand_mt) |
 //! | `plots` | `Footprint::plot_svg` in `skelaff::locality` (plotters) |

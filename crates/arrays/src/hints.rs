@@ -3,27 +3,11 @@
 //! it may have, and whether it may use large pages.
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
 
 /// How the elements of an array are visited.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Debug,
-    Default,
-    Serialize,
-    Deserialize,
-    Display,
-    EnumString,
-    IntoStaticStr,
-    VariantNames,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_pattern)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AccessPattern {
     /// In index order (a scan, a loop over `i` reading `a[i]`).
@@ -31,6 +15,14 @@ pub enum AccessPattern {
     /// In no predictable order (`a[b[i]]`, neighbour lists).
     #[default]
     Random,
+}
+
+skelaff_numa_alloc::enum_names! {
+    AccessPattern {
+        Sequential => "sequential",
+        Random => "random",
+    }
+    parse: Error = unknown_pattern;
 }
 
 fn unknown_pattern(given: &str) -> Error {
@@ -117,10 +109,7 @@ impl core::fmt::Display for AccessHints {
 }
 
 /// The four array implementations of the paper's §3.
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Display, EnumString, IntoStaticStr, VariantNames,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_implementation)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Implementation {
     /// The whole array on one node.
@@ -133,6 +122,16 @@ pub enum Implementation {
     Partitioned,
 }
 
+skelaff_numa_alloc::enum_names! {
+    Implementation {
+        Single => "single",
+        Distributed => "distributed",
+        Replicated => "replicated",
+        Partitioned => "partitioned",
+    }
+    parse: Error = unknown_implementation;
+}
+
 fn unknown_implementation(given: &str) -> Error {
     Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "array implementation",
@@ -142,22 +141,7 @@ fn unknown_implementation(given: &str) -> Error {
 }
 
 /// Which implementation to use: chosen from the hints, or fixed.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Debug,
-    Default,
-    Serialize,
-    Deserialize,
-    Display,
-    EnumString,
-    IntoStaticStr,
-    VariantNames,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_choice)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Choice {
     /// The paper's Fig. 2 rules decide.
@@ -171,6 +155,17 @@ pub enum Choice {
     Replicated,
     /// [`Implementation::Partitioned`].
     Partitioned,
+}
+
+skelaff_numa_alloc::enum_names! {
+    Choice {
+        Auto => "auto",
+        Single => "single",
+        Distributed => "distributed",
+        Replicated => "replicated",
+        Partitioned => "partitioned",
+    }
+    parse: Error = unknown_choice;
 }
 
 fn unknown_choice(given: &str) -> Error {
@@ -206,22 +201,7 @@ impl From<Implementation> for Choice {
 }
 
 /// Whether an array may use large pages.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Debug,
-    Default,
-    Serialize,
-    Deserialize,
-    Display,
-    EnumString,
-    IntoStaticStr,
-    VariantNames,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_large_pages)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LargePages {
     /// Large pages where they are available and the array spans at least
@@ -234,6 +214,16 @@ pub enum LargePages {
     Transparent,
     /// Explicit huge pages from the hugetlbfs pool, where it has room.
     Explicit,
+}
+
+skelaff_numa_alloc::enum_names! {
+    LargePages {
+        Auto => "auto",
+        Off => "off",
+        Transparent => "transparent",
+        Explicit => "explicit",
+    }
+    parse: Error = unknown_large_pages;
 }
 
 fn unknown_large_pages(given: &str) -> Error {

@@ -21,3 +21,6 @@ pub use hints::{AccessHints, AccessPattern, Choice, Implementation, LargePages};
 pub use partition::{Partition, PartsMut};
 pub use select::{PageChoice, Reason, Selection};
 pub use storage::{CopyPlan, MemoryUse, NodeBytes};
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

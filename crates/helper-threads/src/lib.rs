@@ -155,3 +155,6 @@ impl HelperThreads {
         &self.config
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

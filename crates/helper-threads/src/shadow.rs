@@ -18,19 +18,7 @@ pub const MAX_LIFESPAN: u64 = 1 << 40;
 const CALLS_AFTER_STOP: u32 = 64;
 
 /// How a shadow touches the words it reads and writes.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::VariantNames,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = ConfigError, parse_err_fn = unknown_prefetch)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Prefetch {
     /// Reads are plain atomic loads (they bring the line in); written words
     /// are not touched.
@@ -46,8 +34,16 @@ pub enum Prefetch {
     HintLocks,
 }
 
+skelaff_numa_alloc::enum_names! {
+    Prefetch {
+        Load => "load",
+        Hint => "hint",
+        HintLocks => "hint-locks",
+    }
+    parse: ConfigError = unknown_prefetch;
+}
+
 fn unknown_prefetch(given: &str) -> ConfigError {
-    use strum::VariantNames;
     ConfigError::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "prefetch mode",
         given: given.to_owned(),

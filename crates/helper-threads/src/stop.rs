@@ -19,24 +19,33 @@ use skelaff_stm::{Stop, TxError};
 /// // A conflict of the real STM is not a shadow's stop.
 /// assert_eq!(StopReason::of(&TxError::Retry), None);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::IntoStaticStr, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StopReason {
     /// The shadow used up the operations it was allowed (its lifespan).
-    #[strum(to_string = "lifespan exhausted")]
     LifespanExhausted,
     /// The shadow's private write log is full.
-    #[strum(to_string = "write log full")]
     WriteLogFull,
     /// The shadow was told to stop (its worker reached the same unit, or re-ran its transaction).
-    #[strum(to_string = "cancelled")]
     Cancelled,
     /// The shadow met something it cannot run speculatively (`retry`).
-    #[strum(to_string = "operation not supported in a shadow")]
     Unsupported,
 }
 
+skelaff_numa_alloc::enum_names! {
+    StopReason {
+        LifespanExhausted => "lifespan exhausted",
+        WriteLogFull => "write log full",
+        Cancelled => "cancelled",
+        Unsupported => "operation not supported in a shadow",
+    }
+}
+
 impl StopReason {
+    /// Every reason, in declaration order.
+    const ALL: [StopReason; 4] =
+        [StopReason::LifespanExhausted, StopReason::WriteLogFull, StopReason::Cancelled, StopReason::Unsupported];
+
     /// The STM's opaque form of this reason.
     pub fn stop(self) -> Stop {
         Stop::new(self as u32 + 1, self.into())
@@ -44,7 +53,7 @@ impl StopReason {
 
     /// The reason behind a [`Stop`] this crate made (`None` for any other).
     pub fn from_stop(stop: Stop) -> Option<StopReason> {
-        <StopReason as strum::VariantArray>::VARIANTS.iter().copied().find(|r| r.stop() == stop)
+        StopReason::ALL.into_iter().find(|r| r.stop() == stop)
     }
 
     /// The shadow's reason in `e`, if `e` is a shadow's stop.
@@ -68,7 +77,7 @@ mod tests {
 
     #[test]
     fn every_reason_goes_through_the_stm_and_back() {
-        for &r in <StopReason as strum::VariantArray>::VARIANTS {
+        for r in StopReason::ALL {
             assert_eq!(StopReason::of(&r.into()), Some(r));
         }
         // Another implementation's stop with a code of ours is not ours.

@@ -34,3 +34,6 @@ pub use profile::{AccessKind, Attribution, PageAccess, Profile, ProfileHeader, S
 pub use recorder::{Overflow, Recorder};
 pub use report::{LocalityRow, LocalityTable, RowKind, RunLocality, SchemeFigures, modelled_label};
 pub use schemes::{Epoch, MigrationRule, Scheme};
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

@@ -44,13 +44,20 @@ pub const MAX_NODES: usize = 64;
 pub const DEFAULT_REMOTE_DISTANCE: u32 = 20;
 
 /// The SkelAff paper's machines, by the names users type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::Display, strum::VariantNames)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_paper_machine)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PaperMachine {
     /// Eight nodes of two CPUs, NUMA factor 1.1-1.5.
     Numa16,
     /// Four nodes of eight CPUs, NUMA factor 1.36-3.6.
     Numa32,
+}
+
+skelaff_numa_alloc::enum_names! {
+    PaperMachine {
+        Numa16 => "numa16",
+        Numa32 => "numa32",
+    }
+    parse: Error = unknown_paper_machine;
 }
 
 fn unknown_paper_machine(given: &str) -> Error {

@@ -16,23 +16,7 @@ use crate::error::{Error, Result};
 use crate::machine::Machine;
 
 /// Whether an access read or wrote.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::VariantNames,
-    strum::IntoStaticStr,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_kind)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AccessKind {
     /// A read.
@@ -41,8 +25,15 @@ pub enum AccessKind {
     Write,
 }
 
+skelaff_numa_alloc::enum_names! {
+    AccessKind {
+        Read => "read",
+        Write => "write",
+    }
+    parse: Error = unknown_kind;
+}
+
 fn unknown_kind(given: &str) -> Error {
-    use strum::VariantNames;
     Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "access kind",
         given: given.to_owned(),
@@ -122,20 +113,7 @@ impl Default for Sampling {
 }
 
 /// When the kernel was asked which node held each sampled page.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::VariantNames,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_attribution)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Attribution {
     /// Not asked: accesses carry no home.
@@ -151,8 +129,16 @@ pub enum Attribution {
     Live,
 }
 
+skelaff_numa_alloc::enum_names! {
+    Attribution {
+        None => "none",
+        AtEnd => "at-end",
+        Live => "live",
+    }
+    parse: Error = unknown_attribution;
+}
+
 fn unknown_attribution(given: &str) -> Error {
-    use strum::VariantNames;
     Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "attribution",
         given: given.to_owned(),

@@ -18,22 +18,7 @@ use crate::profile::Profile;
 use crate::schemes::{MigrationRule, Scheme};
 
 /// Whether a row was measured in a run or computed from a profile.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::VariantNames,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = crate::Error, parse_err_fn = unknown_row_kind)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RowKind {
     /// The kernel placed the pages; the figures count where they were.
@@ -42,8 +27,15 @@ pub enum RowKind {
     Modelled,
 }
 
+skelaff_numa_alloc::enum_names! {
+    RowKind {
+        Measured => "measured",
+        Modelled => "modelled",
+    }
+    parse: crate::Error = unknown_row_kind;
+}
+
 fn unknown_row_kind(given: &str) -> crate::Error {
-    use strum::VariantNames;
     crate::Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "row kind",
         given: given.to_owned(),

@@ -38,24 +38,7 @@ use crate::machine::Machine;
 use crate::profile::Profile;
 
 /// The NUCA study's schemes, by the names users type.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::VariantNames,
-    strum::IntoStaticStr,
-    strum::EnumIter,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_scheme)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheme {
     /// Each page on the node of its first sampled access.
@@ -70,8 +53,18 @@ pub enum Scheme {
     Ideal,
 }
 
+skelaff_numa_alloc::enum_names! {
+    Scheme {
+        FirstTouch => "first-touch",
+        Migration => "migration",
+        OracleHigh => "oracle-high",
+        OracleCog => "oracle-cog",
+        Ideal => "ideal",
+    }
+    parse: Error = unknown_scheme;
+}
+
 fn unknown_scheme(given: &str) -> Error {
-    use strum::VariantNames;
     Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "scheme",
         given: given.to_owned(),
@@ -82,7 +75,7 @@ fn unknown_scheme(given: &str) -> Error {
 impl Scheme {
     /// Every scheme, in the study's order.
     pub fn all() -> impl Iterator<Item = Scheme> {
-        <Scheme as strum::IntoEnumIterator>::iter()
+        [Scheme::FirstTouch, Scheme::Migration, Scheme::OracleHigh, Scheme::OracleCog, Scheme::Ideal].into_iter()
     }
 }
 

@@ -17,6 +17,7 @@ mod fit;
 #[cfg(not(loom))]
 mod frames;
 pub mod idle;
+mod names;
 #[cfg(not(loom))]
 pub mod node_memory;
 pub mod park;
@@ -52,3 +53,6 @@ pub use region::{HugePages, NumaRegion, PageLocation, Placement, RegionOptions};
 pub use sets::{CpuSet, MAX_NODES, NodeSet};
 #[cfg(not(loom))]
 pub use topology::{CacheGroup, Core, HugePagePool, NumaNode, Pu, Source, SyntheticSpec, Topology};
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

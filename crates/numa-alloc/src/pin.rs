@@ -1,7 +1,5 @@
 //! Thread pinning, and the thread-to-CPU mappings the skeleton uses.
 
-use strum::VariantNames;
-
 use crate::error::{Error, Result, UnknownName};
 use crate::sets::CpuSet;
 use crate::sys;
@@ -263,19 +261,7 @@ pub fn current_node() -> Result<usize> {
 /// assert_eq!(e.to_string(), "unknown thread mapping `sideways`; expected one of: scatter, compact");
 /// # Ok::<(), Error>(())
 /// ```
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Debug,
-    Default,
-    strum::EnumString,
-    strum::Display,
-    strum::VariantNames,
-    strum::IntoStaticStr,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_mapping)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Mapping {
     /// Spread threads out: over nodes first, then over last-level-cache
     /// groups within a node, then over cores, and only then onto the second
@@ -286,6 +272,14 @@ pub enum Mapping {
     /// Pack threads together: fill a core's hardware threads, then a cache
     /// group, then a node, before moving on. Minimises communication cost.
     Compact,
+}
+
+crate::enum_names! {
+    Mapping {
+        Scatter => "scatter",
+        Compact => "compact",
+    }
+    parse: Error = unknown_mapping;
 }
 
 /// The error of a name that is no [`Mapping`].

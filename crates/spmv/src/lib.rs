@@ -26,3 +26,6 @@ pub use matrix::{Csc, Csr, Triplets};
 pub use ops::{CscSpmv, CsrSpmv, OpShape, SpmvOptions, SymSpmv, SymVariant, TeamSpmv};
 pub use scalar::Scalar;
 pub use team::{SharedMut, Team, TeamLayout, TeamMember, ThreadSlot};
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

@@ -8,8 +8,6 @@
 //! runtime's `assist` module says exactly which checks move there and why
 //! the transactions stay opaque.
 
-use strum::VariantNames;
-
 use crate::error::ConfigError;
 
 /// Whether transactions get an auxiliary thread.
@@ -29,19 +27,7 @@ use crate::error::ConfigError;
 /// );
 /// # Ok::<(), ConfigError>(())
 /// ```
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::EnumString,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantNames,
-)]
-#[strum(serialize_all = "lowercase", parse_err_ty = ConfigError, parse_err_fn = unknown_assist)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Assist {
     /// Plain: the application thread validates its own reads.
     #[default]
@@ -50,6 +36,14 @@ pub enum Assist {
     /// thread aborts early when it finds a stale one, and a writing commit
     /// waits for its verdict instead of validating the read set itself.
     Validation,
+}
+
+skelaff_numa_alloc::enum_names! {
+    Assist {
+        Off => "off",
+        Validation => "validation",
+    }
+    parse: ConfigError = unknown_assist;
 }
 
 fn unknown_assist(given: &str) -> ConfigError {
@@ -105,19 +99,7 @@ impl Throttle {
 /// assert_eq!("anywhere".parse::<AuxPlacement>()?, AuxPlacement::Anywhere);
 /// # Ok::<(), skelaff_stm::ConfigError>(())
 /// ```
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::EnumString,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantNames,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = ConfigError, parse_err_fn = unknown_placement)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AuxPlacement {
     /// Pinned to a CPU that shares the application thread's last-level
     /// cache and that no other auxiliary and not the application thread
@@ -128,6 +110,14 @@ pub enum AuxPlacement {
     /// Not pinned: the scheduler places it, possibly on the application
     /// thread's own CPU (for tests, and to measure oversubscription).
     Anywhere,
+}
+
+skelaff_numa_alloc::enum_names! {
+    AuxPlacement {
+        SharedCache => "shared-cache",
+        Anywhere => "anywhere",
+    }
+    parse: ConfigError = unknown_placement;
 }
 
 fn unknown_placement(given: &str) -> ConfigError {

@@ -2,10 +2,9 @@
 //! transaction's [`Mode`] and the assisted-execution settings (see
 //! [`assist`](crate::assist)).
 
+use core::fmt;
 use core::marker::PhantomData;
 use core::str::FromStr;
-
-use strum::VariantNames;
 
 use crate::assist::{Assist, AuxPlacement, Throttle};
 use crate::error::ConfigError;
@@ -31,8 +30,7 @@ use crate::mode::{Mode, Plain, ReadOnly};
 ///     "unknown contention manager `polite`; expected one of: suicide, backoff"
 /// );
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantNames)]
-#[strum(serialize_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContentionManager {
     /// Abort and restart at once (TinySTM's default "suicide"); after every
     /// 8 consecutive aborts of one transaction, yield the CPU once (the
@@ -54,6 +52,33 @@ pub enum ContentionManager {
 impl ContentionManager {
     /// Randomized exponential backoff with the default windows (16 to 16384 spins).
     pub const BACKOFF: ContentionManager = ContentionManager::Backoff { min_spins: 16, max_spins: 1 << 14 };
+
+    /// The managers' names, as `Display` writes them and `FromStr` reads them.
+    pub const VARIANTS: &'static [&'static str] = &["suicide", "backoff"];
+}
+
+/// The manager's name (`backoff` whatever its windows).
+impl From<ContentionManager> for &'static str {
+    fn from(cm: ContentionManager) -> &'static str {
+        match cm {
+            ContentionManager::Suicide => "suicide",
+            ContentionManager::Backoff { .. } => "backoff",
+        }
+    }
+}
+
+/// The manager's name (`backoff` whatever its windows).
+impl From<&ContentionManager> for &'static str {
+    fn from(cm: &ContentionManager) -> &'static str {
+        (*cm).into()
+    }
+}
+
+/// The manager's name (`backoff` whatever its windows), padded as a width asks.
+impl fmt::Display for ContentionManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.into())
+    }
 }
 
 impl FromStr for ContentionManager {

@@ -59,3 +59,6 @@ pub use stats::{AbortsByReason, Stats};
 pub use tvar::{TVar, lock_addr};
 pub use txops::TxOps;
 pub use word::{TPtr, Word};
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

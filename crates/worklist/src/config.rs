@@ -9,7 +9,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use skelaff_locality::Sampling;
 use skelaff_stm::{ContentionManager, Throttle};
-use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
 use crate::placement::{ThreadMapping, ThreadPlacement, TopologyPlacement};
@@ -18,10 +17,7 @@ use skelaff_locality::OracleStretch;
 
 /// Where the memory a worker allocates is placed (through `NumaAlloc` when
 /// it is the global allocator, else through the thread's kernel policy).
-#[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_policy)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PagePolicy {
     /// SkelAff: cyclic while the seed units are processed, bind as soon as
@@ -39,10 +35,7 @@ pub enum PagePolicy {
 }
 
 /// Whether helper threads run beside the workers.
-#[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_helpers)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Helpers {
     /// A helper for each worker that has an idle CPU sharing its
@@ -56,6 +49,26 @@ pub enum Helpers {
     /// No helpers (the default).
     #[default]
     Off,
+}
+
+skelaff_numa_alloc::enum_names! {
+    PagePolicy {
+        Auto => "auto",
+        FirstTouch => "first-touch",
+        Bind => "bind",
+        Cyclic => "cyclic",
+        Interleave => "interleave",
+    }
+    parse: Error = unknown_policy;
+}
+
+skelaff_numa_alloc::enum_names! {
+    Helpers {
+        Auto => "auto",
+        On => "on",
+        Off => "off",
+    }
+    parse: Error = unknown_helpers;
 }
 
 fn unknown_policy(given: &str) -> Error {
@@ -90,22 +103,16 @@ fn unknown_helpers(given: &str) -> Error {
 /// let e = "maybe".parse::<TxAssist>().unwrap_err();
 /// assert!(e.to_string().contains("off, on, on+throttle"), "{e}");
 /// ```
-#[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
-)]
-#[strum(parse_err_ty = Error, parse_err_fn = unknown_tx_assist)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 pub enum TxAssist {
     /// Plain transactions (the default).
     #[default]
-    #[strum(serialize = "off")]
     #[serde(rename = "off")]
     Off,
     /// Assisted, every throttling lever off.
-    #[strum(serialize = "on")]
     #[serde(rename = "on")]
     On,
     /// Assisted, with every throttling lever on ([`skelaff_stm::Throttle::ALL`]).
-    #[strum(serialize = "on+throttle")]
     #[serde(rename = "on+throttle")]
     OnThrottle,
 }
@@ -119,6 +126,15 @@ impl TxAssist {
             TxAssist::OnThrottle => (skelaff_stm::Assist::Validation, Throttle::ALL),
         }
     }
+}
+
+skelaff_numa_alloc::enum_names! {
+    TxAssist {
+        Off => "off",
+        On => "on",
+        OnThrottle => "on+throttle",
+    }
+    parse: Error = unknown_tx_assist;
 }
 
 fn unknown_tx_assist(given: &str) -> Error {

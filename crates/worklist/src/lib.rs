@@ -79,3 +79,6 @@ pub use skelaff_locality::OracleStretch;
 pub use skeleton::{ProcessCtx, Skeleton, WorkerInfo};
 #[cfg(not(loom))]
 pub use worker_pool::WorkerPool;
+
+#[cfg(all(test, not(loom)))]
+mod names_tests;

@@ -21,16 +21,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use skelaff_numa_alloc::{Mapping, Topology};
-use strum::{Display, EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::Error;
 
 /// How worker threads are placed on CPUs by the default
 /// [`TopologyPlacement`].
-#[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, IntoStaticStr, VariantNames, Serialize, Deserialize,
-)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_mapping)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ThreadMapping {
     /// Spread over nodes, then caches, then cores; pinned (the default).
@@ -42,6 +38,15 @@ pub enum ThreadMapping {
     None,
 }
 
+skelaff_numa_alloc::enum_names! {
+    ThreadMapping {
+        Scatter => "scatter",
+        Compact => "compact",
+        None => "none",
+    }
+    parse: Error = unknown_mapping;
+}
+
 fn unknown_mapping(given: &str) -> Error {
     Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "thread mapping",
@@ -51,8 +56,7 @@ fn unknown_mapping(given: &str) -> Error {
 }
 
 /// How good a helper's CPU is for prefetching into its worker's cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, IntoStaticStr, Serialize, Deserialize)]
-#[strum(serialize_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HelperSite {
     /// A CPU no other thread uses that shares the worker's last-level
@@ -68,6 +72,16 @@ pub enum HelperSite {
     WorkerCpu,
     /// Not pinned: the OS places it.
     Unpinned,
+}
+
+skelaff_numa_alloc::enum_names! {
+    HelperSite {
+        Dedicated => "dedicated",
+        SharedCpu => "shared-cpu",
+        OtherCache => "other-cache",
+        WorkerCpu => "worker-cpu",
+        Unpinned => "unpinned",
+    }
 }
 
 /// Where the skeleton placed a worker's helper thread.

@@ -15,34 +15,26 @@ use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 /// How units are distributed among workers.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Debug,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::VariantNames,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[strum(parse_err_ty = crate::error::Error, parse_err_fn = unknown_distribution)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Distribution {
     /// One queue behind one lock, as OpenSkel's baseline: every worker takes
     /// from and adds to the same FIFO.
-    #[strum(serialize = "shared")]
     Shared,
     /// A queue per NUMA node and a deque per worker: a worker takes from its
     /// own deque, then its node's queue, then steals from workers of its
     /// node, then from other nodes one unit at a time (the rest stays for
     /// that node's workers). Units a worker adds stay on its deque.
     #[default]
-    #[strum(to_string = "per-node", serialize = "pernode")]
     PerNode,
+}
+
+skelaff_numa_alloc::enum_names! {
+    Distribution {
+        Shared => "shared",
+        PerNode => "per-node" | "pernode",
+    }
+    parse: crate::error::Error = unknown_distribution;
 }
 
 fn unknown_distribution(given: &str) -> crate::error::Error {

@@ -20,7 +20,6 @@ pub(crate) mod portable;
 use core::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, VariantNames};
 
 use crate::error::Error;
 use crate::scalar::Scalar;
@@ -37,8 +36,7 @@ use crate::scalar::Scalar;
 /// assert!("sse9".parse::<Simd>().is_err());
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, Display, EnumString, VariantNames, Serialize, Deserialize)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_simd)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Simd {
     /// Plain Rust with four independent accumulators (every target).
@@ -47,8 +45,16 @@ pub enum Simd {
     Avx2,
 }
 
+skelaff_numa_alloc::enum_names! {
+    Simd {
+        Portable => "portable",
+        Avx2 => "avx2",
+    }
+    parse: Error = unknown_simd;
+}
+
 fn unknown_simd(given: &str) -> Error {
-    Error::unknown_name("kernel level", given, <Simd as VariantNames>::VARIANTS)
+    Error::unknown_name("kernel level", given, Simd::VARIANTS)
 }
 
 impl Simd {

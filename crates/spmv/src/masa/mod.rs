@@ -35,7 +35,6 @@ pub use self::schedule::Schedule;
 use self::split::per_thread_sizes;
 pub use self::split::{Chunks, Split, SplitKind, algorithm1};
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, VariantNames};
 
 use crate::array::SharedArray;
 use crate::error::{Error, Result};
@@ -52,13 +51,11 @@ use crate::team::{Team, TeamLayout};
 /// assert_eq!(ArrayPlacement::FirstTouch.to_string(), "first-touch");
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, VariantNames, Serialize, Deserialize)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_placement)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArrayPlacement {
     /// What a naive program gets: the calling thread writes every array
     /// first, so every page lands on its node.
-    #[strum(to_string = "first-touch", serialize = "firsttouch")]
     FirstTouch,
     /// MASA: chunks of deterministically accessed arrays bound to their
     /// thread's node, the other arrays interleaved over the team's nodes.
@@ -68,8 +65,17 @@ pub enum ArrayPlacement {
     Interleave,
 }
 
+skelaff_numa_alloc::enum_names! {
+    ArrayPlacement {
+        FirstTouch => "first-touch" | "firsttouch",
+        Masa => "masa",
+        Interleave => "interleave",
+    }
+    parse: Error = unknown_placement;
+}
+
 fn unknown_placement(given: &str) -> Error {
-    Error::unknown_name("placement", given, <ArrayPlacement as VariantNames>::VARIANTS)
+    Error::unknown_name("placement", given, ArrayPlacement::VARIANTS)
 }
 
 /// How a thread team touches one shared array (the paper's classification).

@@ -4,7 +4,6 @@
 use core::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, VariantNames};
 
 use crate::error::{Error, Result};
 
@@ -89,8 +88,7 @@ pub(crate) fn per_thread_sizes(dim_total: usize, nthreads: usize) -> Vec<usize> 
 /// assert!("cols".parse::<SplitKind>().unwrap_err().to_string().ends_with("expected one of: rows, nnz"));
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, VariantNames, Serialize, Deserialize)]
-#[strum(serialize_all = "kebab-case", parse_err_ty = Error, parse_err_fn = unknown_split)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SplitKind {
     /// Algorithm 1: (almost) equal numbers of rows per thread.
@@ -102,8 +100,16 @@ pub enum SplitKind {
     Nnz,
 }
 
+skelaff_numa_alloc::enum_names! {
+    SplitKind {
+        Rows => "rows",
+        Nnz => "nnz",
+    }
+    parse: Error = unknown_split;
+}
+
 fn unknown_split(given: &str) -> Error {
-    Error::unknown_name("split", given, <SplitKind as VariantNames>::VARIANTS)
+    Error::unknown_name("split", given, SplitKind::VARIANTS)
 }
 
 /// Contiguous chunks of `0..dim`, one per thread: thread `t` gets

@@ -30,7 +30,6 @@ use core::fmt;
 pub use self::benchmark::{NasCg, run};
 pub use self::generate::{Generator, Randlc, class_matrix, makea};
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, VariantNames};
 
 use crate::error::Error;
 
@@ -57,8 +56,7 @@ pub const CG_STEPS: usize = 25;
 /// assert_eq!("D".parse::<Class>().unwrap_err().to_string(), "unknown NAS CG class `D`; expected one of: S, W, A, B, C");
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, Display, EnumString, VariantNames, Serialize, Deserialize)]
-#[strum(ascii_case_insensitive, parse_err_ty = Error, parse_err_fn = unknown_class)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, Serialize, Deserialize)]
 pub enum Class {
     /// na 1400, nonzer 7, niter 15, shift 10.
     S,
@@ -72,8 +70,19 @@ pub enum Class {
     C,
 }
 
+skelaff_numa_alloc::enum_names! {
+    Class {
+        S => "S",
+        W => "W",
+        A => "A",
+        B => "B",
+        C => "C",
+    }
+    parse: Error = unknown_class; ascii_case_insensitive
+}
+
 fn unknown_class(given: &str) -> Error {
-    Error::unknown_name("NAS CG class", given, <Class as VariantNames>::VARIANTS)
+    Error::unknown_name("NAS CG class", given, Class::VARIANTS)
 }
 
 /// A class's parameters and its official zeta.

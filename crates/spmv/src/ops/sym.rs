@@ -2,7 +2,6 @@
 //! as the paper's CSC + CSR pair (Fig. 7) or as one CSC pass.
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, VariantNames};
 
 use crate::array::SharedArray;
 use crate::error::{Error, Result};
@@ -25,14 +24,12 @@ use crate::team::{SharedMut, TeamMember};
 /// assert_eq!(SymVariant::Duplicated.to_string(), "duplicated");
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Display, EnumString, VariantNames, Serialize, Deserialize)]
-#[strum(serialize_all = "lowercase", parse_err_ty = Error, parse_err_fn = unknown_variant)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SymVariant {
     /// The paper's Fig. 7: the lower triangle in CSC and again (strictly
     /// below the diagonal) in CSR, so both halves are gathers and no two
     /// threads write the same element. Stores the matrix twice.
-    #[strum(to_string = "duplicated", serialize = "csc+csr")]
     Duplicated,
     /// Only the CSC lower triangle: each column is read once for both its
     /// gather (the transpose half) and its scatter (the stored half), the
@@ -41,8 +38,16 @@ pub enum SymVariant {
     Single,
 }
 
+skelaff_numa_alloc::enum_names! {
+    SymVariant {
+        Duplicated => "duplicated" | "csc+csr",
+        Single => "single",
+    }
+    parse: Error = unknown_variant;
+}
+
 fn unknown_variant(given: &str) -> Error {
-    Error::unknown_name("symmetric variant", given, <SymVariant as VariantNames>::VARIANTS)
+    Error::unknown_name("symmetric variant", given, SymVariant::VARIANTS)
 }
 
 /// The entries of `a` at `(i, j)` where `keep(i, j)`, as triplets.

@@ -65,7 +65,6 @@ pub(crate) mod replay;
 use core::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, VariantNames};
 
 use crate::error::{Error, Result};
 use crate::masa::ArrayPlacement;
@@ -148,42 +147,45 @@ impl Default for TraceOptions {
 /// assert_eq!(TracedArray::ALL.len(), 9);
 /// # Ok::<(), skelaff_spmv::Error>(())
 /// ```
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Display, EnumString, VariantNames, Serialize, Deserialize,
-)]
-#[strum(parse_err_ty = Error, parse_err_fn = unknown_array)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
 pub enum TracedArray {
     /// The row pointers `ptrA`.
-    #[strum(serialize = "ptrA")]
     RowPtr = 0,
     /// The column indices `jA`.
-    #[strum(serialize = "jA")]
     ColIdx,
     /// The stored values `A`.
-    #[strum(serialize = "A")]
     Values,
     /// An SpMV's input `x` (in NAS CG: the power method's iterate `x`).
-    #[strum(serialize = "x")]
     X,
     /// An SpMV's output `y`.
-    #[strum(serialize = "y")]
     Y,
     /// CG's search direction `p` (the input of its SpMV).
-    #[strum(serialize = "p")]
     P,
     /// CG's `q = A p`.
-    #[strum(serialize = "q")]
     Q,
     /// CG's residual `r`.
-    #[strum(serialize = "r")]
     R,
     /// CG's iterate `z`.
-    #[strum(serialize = "z")]
     Z,
 }
 
+skelaff_numa_alloc::enum_names! {
+    TracedArray {
+        RowPtr => "ptrA",
+        ColIdx => "jA",
+        Values => "A",
+        X => "x",
+        Y => "y",
+        P => "p",
+        Q => "q",
+        R => "r",
+        Z => "z",
+    }
+    parse: Error = unknown_array;
+}
+
 fn unknown_array(given: &str) -> Error {
-    Error::unknown_name("traced array", given, <TracedArray as VariantNames>::VARIANTS)
+    Error::unknown_name("traced array", given, TracedArray::VARIANTS)
 }
 
 impl TracedArray {
@@ -207,14 +209,20 @@ impl TracedArray {
 }
 
 /// Whether an access read or wrote.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Display, Serialize, Deserialize)]
-#[strum(serialize_all = "lowercase")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TouchKind {
     /// A load.
     Read,
     /// A store.
     Write,
+}
+
+skelaff_numa_alloc::enum_names! {
+    TouchKind {
+        Read => "read",
+        Write => "write",
+    }
 }
 
 /// One sampled access of a thread.

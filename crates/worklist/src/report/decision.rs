@@ -4,31 +4,35 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, IntoStaticStr};
 
 use crate::config::Helpers;
 use crate::placement::HelperSite;
 
 /// Why a worker runs without a helper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, IntoStaticStr, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NoHelper {
     /// Helpers are off.
-    #[strum(to_string = "helpers off")]
     Off,
     /// Helpers were asked for but [`Worklist::run`](crate::Worklist::run)
     /// was called, not `run_with`.
-    #[strum(to_string = "no helper implementation given (Worklist::run_with)")]
     NoImplementation,
     /// `auto` and the workers are not pinned, so no cache is known to be shared.
-    #[strum(to_string = "the workers are not pinned, so no cache is known to be shared")]
     NotPinned,
     /// `auto` and no idle CPU shares the worker's last-level cache.
-    #[strum(to_string = "no idle CPU shares its last-level cache")]
     NoIdleSharedCpu,
     /// The placement gave the worker no helper place.
-    #[strum(to_string = "the placement gave it no helper place")]
     NoPlace,
+}
+
+skelaff_numa_alloc::enum_names! {
+    NoHelper {
+        Off => "helpers off",
+        NoImplementation => "no helper implementation given (Worklist::run_with)",
+        NotPinned => "the workers are not pinned, so no cache is known to be shared",
+        NoIdleSharedCpu => "no idle CPU shares its last-level cache",
+        NoPlace => "the placement gave it no helper place",
+    }
 }
 
 /// One decision of the skeleton.
