@@ -127,10 +127,12 @@ fn repr_int(input: &DeriveInput) -> syn::Result<Option<syn::Ident>> {
                     found = Some(id.clone());
                 }
             }
-            // `align(n)`, `packed(n)`: skip their arguments.
+            // `align(n)`, `packed(n)`: skip their arguments (all of them:
+            // what is left unread inside the parentheses is an error).
             if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<proc_macro2::TokenStream>()?;
             }
             Ok(())
         })?;

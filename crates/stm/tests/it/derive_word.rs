@@ -37,6 +37,14 @@ enum Signed {
     Pos = 127,
 }
 
+/// `repr` with an argument beside the integer type (`align(8)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Word)]
+#[repr(u16, align(8))]
+enum Aligned {
+    First = 7,
+    Second = 60_000,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Word)]
 enum One {
     Only,
@@ -98,6 +106,8 @@ fn field_less_enums_round_trip_every_variant() {
     through_tvar(&[Small::X, Small::Y, Small::Z]);
     through_tvar(&[Signed::Neg, Signed::Pos]);
     through_tvar(&[One::Only]);
+    through_tvar(&[Aligned::First, Aligned::Second]);
+    assert_eq!(Aligned::Second.to_word(), 60_000);
     assert_eq!(Explicit::Next.to_word(), 41);
     assert_eq!(Explicit::Low.to_word(), (-3i64) as u64);
     assert_eq!(Small::Y.to_word(), 200);
