@@ -233,7 +233,12 @@ impl Drop for AffinityGuard {
 ///
 /// [`Error::Sys`] if `getcpu` fails.
 pub fn current_cpu() -> Result<usize> {
-    Ok(sys::getcpu()?.0)
+    // Without a system call where glibc can (a pool's caller asks before
+    // every run); the system call where it cannot.
+    match sys::sched_getcpu() {
+        Some(cpu) => Ok(cpu),
+        None => Ok(sys::getcpu()?.0),
+    }
 }
 
 /// The NUMA node of the CPU the calling thread is running on now.

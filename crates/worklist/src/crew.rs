@@ -16,7 +16,7 @@
 //! `remaining` calls down. The thread that brings `remaining` to zero
 //! makes the next queued run current (or leaves the crew idle, and wakes
 //! whoever waits for that), then marks the run complete, which wakes its
-//! submitter: a thread blocked in [`Crew::run_scoped`] or a task's
+//! submitter: a thread blocked in [`Crew::run_scoped_waiting`] or a task's
 //! [`Waker`].
 //!
 //! | `current` | `queue`  | what happens next                                      |
@@ -40,7 +40,7 @@
 //!
 //! # Borrowed jobs
 //!
-//! [`Crew::run_scoped`] hands the threads a job that borrows the caller's
+//! [`Crew::run_scoped_waiting`] hands the threads a job that borrows the caller's
 //! stack (the skeleton, its shared data, the run's state), as
 //! `std::thread::scope` and rayon-core's `in_place_scope` do: it returns,
 //! and unwinds, only after the run is complete, that is after every
@@ -63,12 +63,12 @@ pub type Job<'a> = dyn Fn(usize) + Sync + 'a;
 /// A job owned by its run (the asynchronous path: nothing borrowed).
 pub type OwnedJob = Box<dyn Fn(usize) + Send + Sync + 'static>;
 
-/// A pointer to a job borrowed from a [`Crew::run_scoped`] caller's stack,
+/// A pointer to a job borrowed from a [`Crew::run_scoped_waiting`] caller's stack,
 /// its lifetime erased.
 ///
 /// Invariant: the pointee is alive while its ticket is not complete
 /// ([`Ticket::done`] false), because the only constructor,
-/// [`Crew::run_scoped`], does not return or unwind before then. It is
+/// [`Crew::run_scoped_waiting`], does not return or unwind before then. It is
 /// dereferenced only by [`Ticket::call`], by a crew thread that has not yet
 /// counted the ticket down, so while the ticket is not complete.
 struct JobPtr(NonNull<Job<'static>>);
@@ -110,7 +110,7 @@ pub struct Ticket {
     waiter: Mutex<Waiter>,
     cv: Condvar,
     /// The submitting thread yields while it waits rather than spinning
-    /// first (see [`Crew::caller_shares_cpu`]).
+    /// first (see [`Crew::run_scoped_waiting`]).
     caller_yields: bool,
 }
 
@@ -230,8 +230,10 @@ pub struct Crew {
     idle: Condvar,
     /// `state.generation`, for the threads' spin before they block.
     generation: AtomicU64,
-    /// See [`Crew::caller_shares_cpu`].
-    caller_yields: bool,
+    /// `state.shutdown`, for the same spin: a thread spinning when the
+    /// crew shuts down returns at once, not after its spin (a pool made
+    /// for one run is dropped right after it).
+    closing: AtomicBool,
 }
 
 impl Crew {
@@ -251,20 +253,8 @@ impl Crew {
             work: Condvar::new(),
             idle: Condvar::new(),
             generation: AtomicU64::new(0),
-            caller_yields: false,
+            closing: AtomicBool::new(false),
         }
-    }
-
-    /// Says whether a thread that gives this crew a run shares its CPU
-    /// with the crew's threads (as many threads as the process may use
-    /// CPUs, or more): then it waits for the run by yielding its CPU from
-    /// the start, where it would otherwise spin first. On two cores with
-    /// two workers, an empty run took 15.5 µs this way against 19.6 µs
-    /// spinning first (medians of 5, interleaved); with one worker, whose
-    /// caller has a core to itself, spinning first is the faster.
-    pub fn caller_shares_cpu(mut self, shares: bool) -> Self {
-        self.caller_yields = shares;
-        self
     }
 
     /// The body of the crew's thread `index`: serves every run, in order,
@@ -275,7 +265,10 @@ impl Crew {
             // Runs given back to back (a service, kmeans's iterations) find
             // the thread awake.
             let backoff = Backoff::new();
-            while self.generation.load(Ordering::Acquire) == seen && !backoff.is_completed() {
+            while self.generation.load(Ordering::Acquire) == seen
+                && !self.closing.load(Ordering::Relaxed)
+                && !backoff.is_completed()
+            {
                 backoff.snooze();
             }
             let ticket = {
@@ -344,12 +337,25 @@ impl Crew {
         }
     }
 
+    /// [`run_scoped_waiting`](Crew::run_scoped_waiting) with a caller that
+    /// spins first (the models' way in: nothing spins under loom).
+    #[cfg(loom)]
+    pub fn run_scoped<R>(&self, job: &Job<'_>, during: impl FnOnce() -> R) -> (R, bool) {
+        self.run_scoped_waiting(job, during, false)
+    }
+
     /// Runs `job` on every thread of the crew (after the runs queued
     /// before it), calls `during` on the calling thread meanwhile, and
     /// returns `during`'s result once every thread's call of `job` has
     /// returned, with whether one of them panicked past `job`. If `during`
-    /// panics, the panic goes on only after that too.
-    pub fn run_scoped<R>(&self, job: &Job<'_>, during: impl FnOnce() -> R) -> (R, bool) {
+    /// panics, the panic goes on only after that too. How the caller waits:
+    /// with `caller_yields`, by yielding its CPU from the start, for a caller
+    /// that runs on a CPU one of the crew's threads needs (a pause loop
+    /// would hold that CPU until the scheduler's next tick takes it away);
+    /// otherwise spinning first, which is faster when the caller has a CPU
+    /// of its own. On two cores with two workers, an empty run took 15.5 µs
+    /// yielding against 19.6 µs spinning first (medians of 5, interleaved).
+    pub fn run_scoped_waiting<R>(&self, job: &Job<'_>, during: impl FnOnce() -> R, caller_yields: bool) -> (R, bool) {
         /// Waits for the run when dropped: on the way out, unwinding included.
         struct WaitOnDrop<'t>(&'t Ticket);
         impl Drop for WaitOnDrop<'_> {
@@ -367,7 +373,7 @@ impl Crew {
         // local to this frame, never handed to the caller.
         let erased: NonNull<Job<'static>> =
             unsafe { std::mem::transmute::<NonNull<Job<'_>>, NonNull<Job<'static>>>(NonNull::from(job)) };
-        let ticket = Arc::new(Ticket::new(JobRef::Borrowed(JobPtr(erased)), self.threads, self.caller_yields));
+        let ticket = Arc::new(Ticket::new(JobRef::Borrowed(JobPtr(erased)), self.threads, caller_yields));
         self.submit(ticket.clone());
         let guard = WaitOnDrop(&ticket);
         let r = during();
@@ -377,7 +383,7 @@ impl Crew {
 
     /// Queues an owned job; the returned ticket says when it is complete.
     pub fn run_owned(&self, job: OwnedJob) -> Arc<Ticket> {
-        let ticket = Arc::new(Ticket::new(JobRef::Owned(job), self.threads, self.caller_yields));
+        let ticket = Arc::new(Ticket::new(JobRef::Owned(job), self.threads, false));
         self.submit(ticket.clone());
         ticket
     }
@@ -392,6 +398,7 @@ impl Crew {
             st.awaiting_idle -= 1;
         }
         st.shutdown = true;
+        self.closing.store(true, Ordering::Relaxed);
         drop(st);
         self.work.notify_all();
     }

@@ -65,12 +65,12 @@ impl<'a, S: Skeleton, A: Assist<S>> HelperSet<'a, S, A> {
     /// noted when this run asked for it.
     pub(crate) fn run_beside<H: Hold<S>>(&self, pool: &WorkerPool, state: &RunState<S, H>, body: &Job<'_>) -> bool {
         if !A::ENABLED || self.places.iter().all(Option::is_none) {
-            return pool.crew.run_scoped(body, || ()).1;
+            return pool.crew.run_scoped_waiting(body, || (), pool.caller_shares_cpu()).1;
         }
         let threads = pool.helpers();
         let started = self.started(state, threads);
         if !started.iter().any(|s| *s) {
-            return pool.crew.run_scoped(body, || ()).1;
+            return pool.crew.run_scoped_waiting(body, || (), pool.caller_shares_cpu()).1;
         }
         let helper = |j: usize| {
             let index = threads.workers[j];
@@ -86,7 +86,10 @@ impl<'a, S: Skeleton, A: Assist<S>> HelperSet<'a, S, A> {
             }
         };
         let order = threads.order.lock();
-        pool.crew.run_scoped(body, || threads.crew.run_scoped(&helper, move || drop(order))).1
+        let yields = pool.caller_shares_cpu();
+        pool.crew
+            .run_scoped_waiting(body, || threads.crew.run_scoped_waiting(&helper, move || drop(order), yields), yields)
+            .1
     }
 
     /// Which workers' helper bodies run in this run: those placed, whose

@@ -126,6 +126,25 @@ pub struct WorkerPool {
     handles: Vec<JoinHandle<()>>,
     /// Made by the first run that places a helper.
     helpers: OnceLock<HelperThreads>,
+    /// As many workers as the CPUs the process may use (asked once:
+    /// `available_parallelism` reads the cgroup's files every time).
+    takes_every_cpu: bool,
+}
+
+impl WorkerPool {
+    /// Whether the calling thread, about to wait for a run, shares a CPU
+    /// with the pool's workers: it runs on a CPU a worker is pinned to, or
+    /// the workers are as many as the CPUs the process may use. Then it
+    /// waits by yielding (see [`Crew::run_scoped_waiting`]).
+    pub(crate) fn caller_shares_cpu(&self) -> bool {
+        if self.takes_every_cpu {
+            return true;
+        }
+        match skelaff_numa_alloc::pin::current_cpu() {
+            Ok(cpu) => self.infos.iter().any(|w| w.cpu == Some(cpu)),
+            Err(_) => false,
+        }
+    }
 }
 
 impl fmt::Debug for WorkerPool {
@@ -173,10 +192,7 @@ impl WorkerPool {
             .enumerate()
             .map(|(index, w)| WorkerInfo { index, cpu: w.cpu, node: w.node, threads })
             .collect();
-        // A caller shares a CPU with the workers when they are as many as
-        // the CPUs this process may use.
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let crew = Arc::new(Crew::new(threads).caller_shares_cpu(threads >= cpus));
+        let crew = Arc::new(Crew::new(threads));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut pool = WorkerPool {
             crew,
@@ -186,6 +202,7 @@ impl WorkerPool {
             id,
             handles: Vec::with_capacity(threads),
             helpers: OnceLock::new(),
+            takes_every_cpu: threads >= std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         for index in 0..threads {
             // Pinned from birth (see `pin::spawn_pinned`). On error `pool`
