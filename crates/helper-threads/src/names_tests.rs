@@ -5,40 +5,8 @@
 //! `skelaff_numa_alloc::enum_names!`, which replaced them (issue 40): the
 //! strings must not change.
 
-use core::fmt::{Debug, Display};
-use core::str::FromStr;
-
-/// Each value displays as its name, also when padded.
-fn shown<T: Display>(table: &[(T, &str)]) {
-    for (value, name) in table {
-        assert_eq!(value.to_string(), *name);
-        assert_eq!(format!("[{value:>40}]"), format!("[{name:>40}]"));
-        assert_eq!(format!("[{value:<40}]"), format!("[{name:<40}]"));
-    }
-}
-
-/// Each name (and each alias) parses to its value, by `FromStr` and by `TryFrom<&str>`.
-fn parsed<T>(table: &[(T, &str)], aliases: &[(T, &str)])
-where
-    T: FromStr + for<'a> TryFrom<&'a str> + PartialEq + Debug + Copy,
-{
-    for (value, name) in table.iter().chain(aliases) {
-        assert_eq!(name.parse::<T>().ok(), Some(*value), "{name:?}");
-        assert_eq!(T::try_from(name).ok(), Some(*value), "{name:?}");
-    }
-}
-
-/// Each value's `&'static str` is its name.
-fn static_str<T: Copy>(table: &[(T, &str)])
-where
-    &'static str: From<T>,
-{
-    for (value, name) in table {
-        assert_eq!(<&'static str>::from(*value), *name);
-    }
-}
-
 use crate::{ConfigError, Prefetch, StopReason};
+use skelaff_numa_alloc::names::pinned::{parsed, shown, static_str};
 
 #[test]
 fn stop_reason() {

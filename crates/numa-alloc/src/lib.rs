@@ -17,7 +17,8 @@ mod fit;
 #[cfg(not(loom))]
 mod frames;
 pub mod idle;
-mod names;
+#[doc(hidden)]
+pub mod names;
 #[cfg(not(loom))]
 pub mod node_memory;
 pub mod park;
