@@ -230,8 +230,10 @@ pub enum AppError {
 /// What a run of an application produced.
 ///
 /// Serialises (the `--json` line) as `app`, `time_seconds`,
-/// `check_passed`, `check` (what was verified or what is wrong),
-/// `figures` and `report` (the skeleton's, `null` for a sequential run).
+/// `prepared_seconds` (the set-up before the clock, `null` for a
+/// sequential run), `check_passed`, `check` (what was verified or what is
+/// wrong), `figures` and `report` (the skeleton's, `null` for a
+/// sequential run).
 #[derive(Debug)]
 pub struct Outcome {
     /// The application's name.
@@ -240,6 +242,10 @@ pub struct Outcome {
     pub report: Option<RunReport>,
     /// Time of the timed phase (the parallel run, or the sequential one).
     pub time: Duration,
+    /// Time of the set-up before the clock started, not counted in `time`
+    /// ([`prepare_before_timing`](crate::phases::prepare_before_timing):
+    /// topology, STM, the worker pool; `None` for a sequential run).
+    pub prepared: Option<Duration>,
     /// The self-check: `Ok(what was verified)`, a report line, or
     /// `Err(what is wrong)`, the application's typed failure.
     pub check: Result<String, CheckFailed>,
@@ -268,6 +274,7 @@ impl Serialize for Outcome {
         struct Json<'a> {
             app: &'a str,
             time_seconds: f64,
+            prepared_seconds: Option<f64>,
             check_passed: bool,
             check: &'a str,
             figures: &'a Figures,
@@ -281,6 +288,7 @@ impl Serialize for Outcome {
         Json {
             app: self.app,
             time_seconds: self.time.as_secs_f64(),
+            prepared_seconds: self.prepared.map(|d| d.as_secs_f64()),
             check_passed: self.check.is_ok(),
             check: &check,
             figures: &self.figures,

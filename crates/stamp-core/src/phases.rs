@@ -125,18 +125,25 @@ impl Runs {
 /// Does the one-time set-up of a process before the clock starts:
 /// discovers the machine's topology (reading sysfs, or hwloc with the
 /// feature `hwloc`, which takes tens of milliseconds; the skeleton reads
-/// the cached result) and starts the STM (pages in its lock
-/// table, a few milliseconds). Without it the first timed skeleton run pays
-/// for both. STAMP likewise creates its threads and calls `TM_STARTUP`
-/// before starting the clock.
+/// the cached result), starts the STM (pages in its lock table, a few
+/// milliseconds) and readies the worker pool the runs of `common` at
+/// `threads` threads will use ([`Builder::warm_up`]: its threads created,
+/// pinned and run once, about 3 ms on a two-core machine). Without it the
+/// first timed skeleton run pays for all three. STAMP likewise creates its
+/// threads and calls `TM_STARTUP` before starting the clock.
+///
+/// Returns the time it took ([`Outcome::prepared`](crate::app::Outcome::prepared)).
 ///
 /// # Errors
 ///
-/// The skeleton's error if the machine's topology cannot be read.
-pub fn prepare_before_timing() -> Result<(), skelaff_worklist::Error> {
+/// The skeleton's error if the machine's topology cannot be read or the
+/// pool's threads cannot be made.
+pub fn prepare_before_timing(common: &CommonArgs, threads: usize) -> Result<Duration, skelaff_worklist::Error> {
+    let start = std::time::Instant::now();
     skelaff_numa_alloc::Topology::get()?;
     skelaff_stm::startup();
-    Ok(())
+    common.builder(threads).warm_up()?;
+    Ok(start.elapsed())
 }
 
 /// A 64-bit digest of a value, the same in every run of the program

@@ -267,12 +267,13 @@ impl App for Genome {
         let input = args.input()?;
         let s = input.segment_length;
         let mut runs = None;
+        let mut prepared = None;
         let (seq, time, report): (Sequenced, _, _) = if common.sequential {
             let start = Instant::now();
             let seq = sequence(&mut SequentialBackend::new(args.gene.min(input.segments.len())), &input.segments, s)?;
             (seq, start.elapsed(), None)
         } else {
-            skelaff_stamp_core::phases::prepare_before_timing()?;
+            prepared = Some(skelaff_stamp_core::phases::prepare_before_timing(common, args.threads)?);
             let mut b = Transactional::new(common, args.threads, args.gene.min(input.segments.len()), args.dedup);
             let start = Instant::now();
             let seq = sequence(&mut b, &input.segments, s)?;
@@ -294,6 +295,6 @@ impl App for Genome {
             dedup: (!common.sequential).then(|| format!("{:?}", args.dedup).to_lowercase()),
         };
         let check = check(&input.gene, &seq.sequence).map_err(|e| CheckFailed::new(Genome::NAME, e));
-        Ok(Outcome { app: Genome::NAME, report, time, check, figures: figures.into() })
+        Ok(Outcome { app: Genome::NAME, report, time, prepared, check, figures: figures.into() })
     }
 }

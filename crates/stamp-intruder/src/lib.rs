@@ -123,11 +123,13 @@ impl App for Intruder {
     fn run(args: &IntruderArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let stream = Stream::generate(args.attack, args.length, args.flows, args.seed)
             .map_err(|e| AppError::Invalid(e.to_string()))?;
+        let mut prepared = None;
         let (detection, report, time) = if common.sequential {
             let t = Instant::now();
             let d = run_sequential(&stream, args.map);
             (d, None, t.elapsed())
         } else {
+            prepared = Some(skelaff_stamp_core::phases::prepare_before_timing(common, args.threads as usize)?);
             let (d, report) = run_skeleton(&stream, args.threads as usize, args.variant(), common)?;
             let wall = report.wall;
             (d, Some(report), wall)
@@ -145,6 +147,6 @@ impl App for Intruder {
             map: name(clap::ValueEnum::to_possible_value(&args.map)),
         };
         let check = stream.check(&detection).map_err(|e| CheckFailed::new(Self::NAME, e));
-        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
+        Ok(Outcome { app: Self::NAME, report, time, prepared, check, figures: figures.into() })
     }
 }

@@ -440,11 +440,12 @@ impl App for Kmeans {
         let points = args.points()?;
         let chunk = args.chunk(points.len());
         let mut parallel = None;
+        let mut prepared = None;
         let (result, time, report, reference) = if common.sequential {
             let (c, t) = run_sequential(args, &points)?;
             (c, t, None, None)
         } else {
-            skelaff_stamp_core::phases::prepare_before_timing()?;
+            prepared = Some(skelaff_stamp_core::phases::prepare_before_timing(common, args.threads)?);
             let mut a = Parallel::new(&points, common, args.threads, chunk);
             let start = Instant::now();
             let c = cluster(&points, args.min_clusters, args.max_clusters, args.threshold, &mut a)?;
@@ -480,7 +481,7 @@ impl App for Kmeans {
             )),
         });
         let check = check.map_err(|e| CheckFailed::new(Kmeans::NAME, e));
-        Ok(Outcome { app: Kmeans::NAME, report, time, check, figures: figures.into() })
+        Ok(Outcome { app: Kmeans::NAME, report, time, prepared, check, figures: figures.into() })
     }
 }
 

@@ -154,11 +154,13 @@ impl App for Labyrinth {
     fn run(args: &LabyrinthArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let maze = Maze::load(&args.input, args.seed, args.walls).map_err(|e| AppError::Invalid(e.to_string()))?;
         let order = maze.routing_order();
+        let mut prepared = None;
         let (routing, report, time) = if common.sequential {
             let t = Instant::now();
             let r = run_sequential(&maze, args.costs(), &order);
             (r, None, t.elapsed())
         } else {
+            prepared = Some(skelaff_stamp_core::phases::prepare_before_timing(common, args.threads as usize)?);
             let (r, report) = run_skeleton(&maze, args.costs(), &order, args.threads as usize, common)?;
             let wall = report.wall;
             (r, Some(report), wall)
@@ -177,6 +179,6 @@ impl App for Labyrinth {
             sequential: common.sequential,
         };
         let check = maze.check(&routing).map_err(|e| CheckFailed::new(Self::NAME, e));
-        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
+        Ok(Outcome { app: Self::NAME, report, time, prepared, check, figures: figures.into() })
     }
 }

@@ -321,6 +321,7 @@ impl App for Vacation {
 
     fn run(args: &VacationArgs, common: &CommonArgs) -> Result<Outcome, AppError> {
         let workload = args.workload()?;
+        let mut prepared = None;
         let (snapshot, anomalies, time, report) = if common.sequential {
             match args.sequential_tables {
                 SequentialTables::Std => {
@@ -341,7 +342,7 @@ impl App for Vacation {
                 });
             }
             let skel = Clients { workload, batch: args.batch, transactions: args.transactions };
-            skelaff_stamp_core::phases::prepare_before_timing()?;
+            prepared = Some(skelaff_stamp_core::phases::prepare_before_timing(common, args.clients)?);
             let mut wl = common.builder(args.clients).build(&skel, &shared)?;
             wl.add_work_units(args.units());
             let start = Instant::now();
@@ -350,7 +351,9 @@ impl App for Vacation {
             let anomalies = shared.anomalies.load(Ordering::Relaxed);
             (shared.manager.snapshot().map_err(BadTables::Broken), anomalies, time, Some(report))
         };
-        Ok(outcome(args, &workload, snapshot, anomalies, time, report))
+        let mut outcome = outcome(args, &workload, snapshot, anomalies, time, report);
+        outcome.prepared = prepared;
+        Ok(outcome)
     }
 }
 
@@ -394,7 +397,7 @@ fn outcome(
         Ok(ok)
     });
     let check = check.map_err(|e| CheckFailed::new(Vacation::NAME, e));
-    Outcome { app: Vacation::NAME, report, time, check, figures: figures.into() }
+    Outcome { app: Vacation::NAME, report, time, prepared: None, check, figures: figures.into() }
 }
 
 /// Vacation's tables and clients, with each client transaction run on the

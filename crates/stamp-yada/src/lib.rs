@@ -394,13 +394,14 @@ impl App for Yada {
         let built = args.build()?;
         let initial = built.mesh.initial_elements();
         let initial_bad = built.initial_bad();
+        let mut prepared = None;
         let (mesh, totals, time, report) = if common.sequential {
             let start = Instant::now();
             let (mesh, totals) = sequential(built)
                 .map_err(|e| AppError::Invalid(format!("the sequential refinement stopped: {e:?}")))?;
             (mesh, totals, start.elapsed(), None)
         } else {
-            skelaff_stamp_core::phases::prepare_before_timing()?;
+            prepared = Some(skelaff_stamp_core::phases::prepare_before_timing(common, args.threads)?);
             let (mesh, totals, report) = run_skeleton(built, args.threads, common)?;
             let time = report.wall;
             (mesh, totals, time, Some(report))
@@ -427,6 +428,6 @@ impl App for Yada {
                 format!("final mesh: {s}")
             })
             .map_err(|e| CheckFailed::new(Self::NAME, e));
-        Ok(Outcome { app: Self::NAME, report, time, check, figures: figures.into() })
+        Ok(Outcome { app: Self::NAME, report, time, prepared, check, figures: figures.into() })
     }
 }

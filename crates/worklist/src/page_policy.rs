@@ -34,6 +34,27 @@ pub(crate) fn bind_node(info: &WorkerInfo) -> usize {
     info.node.or_else(|| pin::current_node().ok()).unwrap_or(0)
 }
 
+/// Has the calling worker, in a run under `policy` (its initial policy in
+/// force), take the allocator chunks such runs allocate from: one block
+/// under the initial policy and, for [`PagePolicy::Auto`] (which SkelAff
+/// switches to bind once the workers generate units), one under the bind
+/// policy it switches to. An arena maps and faults in a whole 2 MiB chunk
+/// on its first block (about a millisecond), and keeps it for every later
+/// run's blocks. For [`Builder::warm_up`](crate::Builder::warm_up). A
+/// policy that cannot be set is left to the run, which reports it.
+pub(crate) fn take_first_chunks(policy: PagePolicy, info: &WorkerInfo) {
+    fn one_block() {
+        drop(std::hint::black_box(Box::new([0u8; 64])));
+    }
+    one_block();
+    if policy == PagePolicy::Auto {
+        let bind = Policy::Bind(NodeSet::try_single(bind_node(info)).unwrap_or_default());
+        if set_worker_policy(bind).is_ok() {
+            one_block();
+        }
+    }
+}
+
 thread_local! {
     /// The policy the last [`set_worker_policy`] on this thread put in
     /// force, kept between the runs a pool's thread serves (nothing else
@@ -110,5 +131,33 @@ fn clear_worker_policy() {
     }
     if let Ok(topo) = Topology::get() {
         let _ = Policy::FirstTouch.set_for_thread(topo);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SkelAff's runs switch to bind: warming one up leaves the worker's
+    /// thread with the bind policy its runs switch to (its arena's first
+    /// chunk taken); other policies keep the one the run set.
+    #[test]
+    fn warming_an_auto_run_takes_the_bind_policy_it_switches_to() {
+        std::thread::spawn(|| {
+            let topo = Topology::get().unwrap();
+            let info = WorkerInfo { index: 0, cpu: None, node: topo.nodes_with_cpus().first(), threads: 1 };
+            let node = bind_node(&info);
+            let cyclic = initial_policy(PagePolicy::Auto, &info, topo.allowed_nodes(), 4096);
+            set_worker_policy(cyclic).unwrap();
+            take_first_chunks(PagePolicy::Auto, &info);
+            assert_eq!(alloc::thread_policy(), Some(Policy::Bind(NodeSet::single(node))));
+            let interleave = initial_policy(PagePolicy::Interleave, &info, topo.allowed_nodes(), 4096);
+            set_worker_policy(interleave).unwrap();
+            take_first_chunks(PagePolicy::Interleave, &info);
+            assert_eq!(alloc::thread_policy(), Some(interleave));
+            clear_worker_policy();
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -74,6 +74,68 @@ impl Builder {
         Ok(Worklist { skeleton: Held::Owned(skeleton), shared: Held::Owned(shared), cfg: self, seeds: Vec::new() })
     }
 
+    /// Readies what this builder's first [`Worklist::run`] would otherwise
+    /// set up on its clock: builds the process-wide [`WorkerPool`] of the
+    /// builder's layout if there is none yet (its threads created and
+    /// pinned) and has every one of its threads serve an empty run under
+    /// the builder's page policy (so each has taken its first allocator
+    /// chunk and its STM slot). A program that times its runs calls it
+    /// before starting the clock, as STAMP's C programs create their
+    /// threads before starting theirs; later calls cost an empty run.
+    ///
+    /// With [`per_run_threads`](Builder::per_run_threads) a run makes its
+    /// own threads, so only the topology and the STM are readied.
+    ///
+    /// # Errors
+    ///
+    /// As [`Worklist::run`] for a run of no units.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_worklist::Builder;
+    ///
+    /// let builder = Builder::new().threads(2);
+    /// builder.warm_up()?;
+    /// // ... start the clock, then build and run worklists with `builder`.
+    /// # Ok::<(), skelaff_worklist::Error>(())
+    /// ```
+    pub fn warm_up(&self) -> Result<(), Error> {
+        /// A skeleton with nothing to do: each worker only starts, takes
+        /// its first allocator chunks under the run's page policy, and ends.
+        struct Nothing(crate::PagePolicy);
+        impl Skeleton for Nothing {
+            type Unit = ();
+            type Shared = ();
+            type PerWorker = ();
+            fn init_worker(&self, _: &(), info: &crate::WorkerInfo) {
+                crate::page_policy::take_first_chunks(self.0, info);
+            }
+            fn process<'t, X: skelaff_stm::TxOps<'t>>(
+                &'t self,
+                _: &mut X,
+                _: &(),
+                _: &mut (),
+                _: &'t (),
+                _: &mut crate::ProcessCtx<()>,
+            ) -> Result<(), skelaff_stm::TxError> {
+                Ok(())
+            }
+        }
+        self.check()?;
+        if self.per_run_threads {
+            return Ok(());
+        }
+        let mut cfg = self.clone();
+        // Only the threads are wanted: no profile, oracle or helpers.
+        cfg.access_profile = None;
+        cfg.oracle = None;
+        cfg.migration = None;
+        cfg.helpers = crate::Helpers::Off;
+        let nothing = Nothing(cfg.policy);
+        cfg.build(&nothing, &())?.run().map(drop)
+    }
+
     fn check(&self) -> Result<(), Error> {
         if self.threads == 0 {
             return Err(Error::ZeroThreads);
