@@ -13,6 +13,8 @@ pub mod array;
 #[cfg(not(loom))]
 pub mod error;
 #[cfg(not(loom))]
+pub mod clock;
+#[cfg(not(loom))]
 mod fit;
 #[cfg(not(loom))]
 mod frames;

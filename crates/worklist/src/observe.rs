@@ -30,7 +30,6 @@
 //! "other", as it was when these were written inline.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use skelaff_numa_alloc::{NodeSet, Policy};
 
@@ -149,11 +148,11 @@ impl TurnClock for Untimed {
 impl TurnClock for Turn {
     #[inline(always)]
     fn taken(&mut self) {
-        self.taken = Instant::now();
+        self.taken = time::now();
     }
     #[inline(always)]
     fn tx(&mut self) {
-        let now = Instant::now();
+        let now = time::now();
         self.tx = now;
         self.attempts = Attempts::at(now);
     }
@@ -167,19 +166,19 @@ impl TurnClock for Turn {
     }
     #[inline(always)]
     fn done(&mut self) {
-        self.done = Instant::now();
+        self.done = time::now();
     }
     #[inline(always)]
     fn push(&mut self) {
-        self.push = Instant::now();
+        self.push = time::now();
     }
     #[inline(always)]
     fn pushed(&mut self) {
-        self.pushed = Instant::now();
+        self.pushed = time::now();
     }
     #[inline(always)]
     fn end(&mut self) {
-        self.end = Instant::now();
+        self.end = time::now();
     }
 }
 
@@ -517,7 +516,7 @@ mod tests {
             while !timing.timed(units) {
                 units += 1;
             }
-            let mut turn = Turn::starting(Instant::now());
+            let mut turn = Turn::starting(time::now());
             let mut t = Timed { inner: &mut slow, clock: &mut turn };
             t.looking(units);
             t.found();

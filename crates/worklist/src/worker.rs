@@ -18,7 +18,7 @@ use crate::observe::{
 };
 use crate::page_policy;
 use crate::pool::WorkerQueue;
-use crate::report::time::Turn;
+use crate::report::time::{self, Turn};
 use crate::report::{Decision, WorkerReport};
 use crate::run_state::{Hold, RunState};
 use crate::skeleton::{ProcessCtx, Skeleton, WorkerInfo};
@@ -169,7 +169,7 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
             // One check a turn for the clock: the turn runs with a clock
             // or with none (see `TurnClock`).
             let found = if self.timing.timed(self.units) {
-                let mut turn = Turn::starting(Instant::now());
+                let mut turn = Turn::starting(time::now());
                 let found = self.turn(&mut turn)?;
                 if found {
                     self.timing.clock.add(&turn);
