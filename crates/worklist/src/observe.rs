@@ -317,18 +317,26 @@ pub(crate) struct HelperLink<'r, S: Skeleton, A: Assist<S>> {
 }
 
 impl<S: Skeleton, A: Assist<S>> HelperLink<'_, S, A> {
+    /// Whether the worker has a helper: `false` at compile time without
+    /// helpers ([`NoAssist`](crate::NoAssist)), so that the plain loop
+    /// has no check of it.
+    #[inline(always)]
+    pub(crate) fn on(&self) -> bool {
+        A::ENABLED && self.assisted
+    }
+
     /// Whether the current unit's transaction must run sampled for the
     /// helper's tuner.
     #[inline]
     pub(crate) fn sampled(&self) -> bool {
-        self.assisted && self.assist.sampled(&self.side)
+        self.on() && self.assist.sampled(&self.side)
     }
 }
 
 impl<S: Skeleton, A: Assist<S>> UnitObserver<S::Unit> for HelperLink<'_, S, A> {
     #[inline]
     fn before(&mut self, _: &S::Unit, next: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
-        if self.assisted {
+        if self.on() {
             self.assist.handoff(self.channel, &mut self.side, next);
         }
         Ok(())
@@ -336,14 +344,14 @@ impl<S: Skeleton, A: Assist<S>> UnitObserver<S::Unit> for HelperLink<'_, S, A> {
 
     #[inline]
     fn attempt(&mut self, attempt: u32) {
-        if self.assisted && attempt > 0 {
+        if self.on() && attempt > 0 {
             self.assist.restarted(self.channel, &mut self.side);
         }
     }
 
     #[inline]
     fn committed(&mut self) {
-        if self.assisted {
+        if self.on() {
             self.assist.committed(self.channel, &mut self.side);
         }
     }

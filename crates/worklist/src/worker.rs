@@ -198,13 +198,17 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
     }
 
     /// The next unit: the one taken ahead for the helper, or one from the
-    /// pool (this worker's queue first, then stealing).
+    /// pool (this worker's queue first, then stealing). Without helpers
+    /// (`A::ENABLED` false, a constant) nothing is ever taken ahead, and
+    /// the loop does not look.
     #[inline]
     fn find_work(&mut self) -> Option<S::Unit> {
-        match self.ahead.take() {
-            Some(u) => Some(u),
-            None => self.state.pool.take(&self.queue),
+        if A::ENABLED {
+            if let Some(u) = self.ahead.take() {
+                return Some(u);
+            }
         }
+        self.state.pool.take(&self.queue)
     }
 
     /// One unit's turn: hand-off and the observers, its transaction, its
@@ -216,7 +220,7 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
         let mut obs = Timed { inner: observers, clock };
         obs.found();
         backoff.reset();
-        if obs.inner.helper.assisted {
+        if obs.inner.helper.on() {
             // Take one more and hand it over; the first time this makes two.
             *ahead = state.pool.take(queue);
         }
