@@ -11,9 +11,9 @@ pub mod alloc;
 #[cfg(not(loom))]
 pub mod array;
 #[cfg(not(loom))]
-pub mod error;
-#[cfg(not(loom))]
 pub mod clock;
+#[cfg(not(loom))]
+pub mod error;
 #[cfg(not(loom))]
 mod fit;
 #[cfg(not(loom))]
