@@ -100,7 +100,7 @@ pub(crate) type Moment = u64;
 /// moments: as integers that is eight subtractions, where `Instant`'s
 /// checked differences made into `Duration`s cost most of the timed turn
 /// (counted under callgrind: about 500 instructions a timed turn, against
-/// some 30 now).
+/// about 20 now).
 #[inline(always)]
 pub(crate) fn now() -> Moment {
     skelaff_numa_alloc::clock::monotonic_ns()
