@@ -11,6 +11,8 @@ pub mod alloc;
 #[cfg(not(loom))]
 pub mod array;
 #[cfg(not(loom))]
+pub mod clock;
+#[cfg(not(loom))]
 pub mod error;
 #[cfg(not(loom))]
 mod fit;

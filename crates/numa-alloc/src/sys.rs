@@ -505,6 +505,20 @@ pub(crate) fn monotonic_ms() -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1000).wrapping_add(ts.tv_nsec as u64 / 1_000_000)
 }
 
+/// Nanoseconds on the monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`,
+/// the clock `std::time::Instant` reads, from the vDSO without a system
+/// call); 0 if the clock cannot be read.
+#[inline]
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer for one timespec.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}
+
 fn mask_args(nodes: &[u64]) -> (*const u64, c_ulong) {
     // Trim trailing zero words: a shorter mask keeps `maxnode` under the
     // kernel's MAX_NUMNODES on kernels built with fewer nodes.

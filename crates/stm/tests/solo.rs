@@ -205,6 +205,38 @@ fn a_guard_dropped_inside_a_solo_transaction_opens_the_gate_at_its_end() {
 }
 
 #[test]
+fn a_solo_transaction_that_retries_after_its_guard_was_dropped_opens_the_gate_and_waits() {
+    let _serial = serial();
+    let flag = Arc::new(TVar::new(0u64));
+    let mut gate = Some(solo::enter().expect("the gate is free"));
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            // Waits for the gate: the retrying transaction must open it,
+            // although its guard is gone (the gate was to open at its end).
+            atomically(|tx| tx.write(&flag, 7));
+        })
+    };
+    let start = Instant::now();
+    let seen = atomically_with(&solo_cfg(), |tx| {
+        drop(gate.take());
+        let f = tx.read(&flag)?;
+        // Retry waits a poll interval at most, then runs again: with the
+        // gate kept closed the setter never gets in; give up after a while
+        // (and commit, which opens the gate) so that the test fails, not hangs.
+        if f == 0 && start.elapsed() < Duration::from_secs(10) {
+            return Err(tx.retry());
+        }
+        Ok(f)
+    });
+    setter.join().unwrap();
+    assert_eq!(seen, 7, "the retrying transaction kept the gate closed");
+    // Its guard is gone and the gate open: another thread may enter.
+    assert_eq!(std::thread::spawn(|| solo::enter().map(drop)).join().unwrap(), Ok(()));
+}
+
+#[test]
 fn without_the_gate_a_solo_mode_transaction_is_plain() {
     let _serial = serial();
     let a = TVar::new(5u64);

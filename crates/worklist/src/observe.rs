@@ -30,7 +30,6 @@
 //! "other", as it was when these were written inline.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use skelaff_numa_alloc::{NodeSet, Policy};
 
@@ -149,11 +148,11 @@ impl TurnClock for Untimed {
 impl TurnClock for Turn {
     #[inline(always)]
     fn taken(&mut self) {
-        self.taken = Instant::now();
+        self.taken = time::now();
     }
     #[inline(always)]
     fn tx(&mut self) {
-        let now = Instant::now();
+        let now = time::now();
         self.tx = now;
         self.attempts = Attempts::at(now);
     }
@@ -167,19 +166,19 @@ impl TurnClock for Turn {
     }
     #[inline(always)]
     fn done(&mut self) {
-        self.done = Instant::now();
+        self.done = time::now();
     }
     #[inline(always)]
     fn push(&mut self) {
-        self.push = Instant::now();
+        self.push = time::now();
     }
     #[inline(always)]
     fn pushed(&mut self) {
-        self.pushed = Instant::now();
+        self.pushed = time::now();
     }
     #[inline(always)]
     fn end(&mut self) {
-        self.end = Instant::now();
+        self.end = time::now();
     }
 }
 
@@ -318,18 +317,26 @@ pub(crate) struct HelperLink<'r, S: Skeleton, A: Assist<S>> {
 }
 
 impl<S: Skeleton, A: Assist<S>> HelperLink<'_, S, A> {
+    /// Whether the worker has a helper: `false` at compile time without
+    /// helpers ([`NoAssist`](crate::NoAssist)), so that the plain loop
+    /// has no check of it.
+    #[inline(always)]
+    pub(crate) fn on(&self) -> bool {
+        A::ENABLED && self.assisted
+    }
+
     /// Whether the current unit's transaction must run sampled for the
     /// helper's tuner.
     #[inline]
     pub(crate) fn sampled(&self) -> bool {
-        self.assisted && self.assist.sampled(&self.side)
+        self.on() && self.assist.sampled(&self.side)
     }
 }
 
 impl<S: Skeleton, A: Assist<S>> UnitObserver<S::Unit> for HelperLink<'_, S, A> {
     #[inline]
     fn before(&mut self, _: &S::Unit, next: Option<&S::Unit>) -> Result<(), skelaff_numa_alloc::Error> {
-        if self.assisted {
+        if self.on() {
             self.assist.handoff(self.channel, &mut self.side, next);
         }
         Ok(())
@@ -337,14 +344,14 @@ impl<S: Skeleton, A: Assist<S>> UnitObserver<S::Unit> for HelperLink<'_, S, A> {
 
     #[inline]
     fn attempt(&mut self, attempt: u32) {
-        if self.assisted && attempt > 0 {
+        if self.on() && attempt > 0 {
             self.assist.restarted(self.channel, &mut self.side);
         }
     }
 
     #[inline]
     fn committed(&mut self) {
-        if self.assisted {
+        if self.on() {
             self.assist.committed(self.channel, &mut self.side);
         }
     }
@@ -517,7 +524,7 @@ mod tests {
             while !timing.timed(units) {
                 units += 1;
             }
-            let mut turn = Turn::starting(Instant::now());
+            let mut turn = Turn::starting(time::now());
             let mut t = Timed { inner: &mut slow, clock: &mut turn };
             t.looking(units);
             t.found();

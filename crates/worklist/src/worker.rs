@@ -18,7 +18,7 @@ use crate::observe::{
 };
 use crate::page_policy;
 use crate::pool::WorkerQueue;
-use crate::report::time::Turn;
+use crate::report::time::{self, Turn};
 use crate::report::{Decision, WorkerReport};
 use crate::run_state::{Hold, RunState};
 use crate::skeleton::{ProcessCtx, Skeleton, WorkerInfo};
@@ -169,7 +169,7 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
             // One check a turn for the clock: the turn runs with a clock
             // or with none (see `TurnClock`).
             let found = if self.timing.timed(self.units) {
-                let mut turn = Turn::starting(Instant::now());
+                let mut turn = Turn::starting(time::now());
                 let found = self.turn(&mut turn)?;
                 if found {
                     self.timing.clock.add(&turn);
@@ -198,13 +198,17 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
     }
 
     /// The next unit: the one taken ahead for the helper, or one from the
-    /// pool (this worker's queue first, then stealing).
+    /// pool (this worker's queue first, then stealing). Without helpers
+    /// (`A::ENABLED` false, a constant) nothing is ever taken ahead, and
+    /// the loop does not look.
     #[inline]
     fn find_work(&mut self) -> Option<S::Unit> {
-        match self.ahead.take() {
-            Some(u) => Some(u),
-            None => self.state.pool.take(&self.queue),
+        if A::ENABLED {
+            if let Some(u) = self.ahead.take() {
+                return Some(u);
+            }
         }
+        self.state.pool.take(&self.queue)
     }
 
     /// One unit's turn: hand-off and the observers, its transaction, its
@@ -216,7 +220,7 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
         let mut obs = Timed { inner: observers, clock };
         obs.found();
         backoff.reset();
-        if obs.inner.helper.assisted {
+        if obs.inner.helper.on() {
             // Take one more and hand it over; the first time this makes two.
             *ahead = state.pool.take(queue);
         }

@@ -68,9 +68,10 @@ fn gate() -> &'static Gate {
 pub(crate) enum Held {
     /// It does not hold it (and holds no guard).
     Off,
-    /// It holds the gate, between transactions.
+    /// It holds the gate, and runs no solo transaction.
     Idle,
-    /// It holds the gate and a solo transaction is running.
+    /// It holds the gate and a solo transaction is running (set only by
+    /// [`start_solo`], so the transaction's only record of being solo).
     Running,
     /// Its guard was dropped while a solo transaction ran: give the gate
     /// back when that transaction ends.
@@ -95,6 +96,7 @@ pub(crate) fn held() -> Held {
     HELD.with(Cell::get)
 }
 
+#[inline(always)]
 fn set_held(h: Held) {
     HELD.with(|c| c.set(h));
 }
@@ -176,27 +178,49 @@ fn open() {
     gate().owner.store(0, Ordering::Release);
 }
 
-/// A solo-mode transaction starts: whether it runs solo. Gives the gate
-/// back first if a transaction waits for it.
+/// A solo-mode transaction starts: it runs solo if the calling thread
+/// holds the gate between transactions ([`Held::Idle`]), and then the state
+/// is [`Held::Running`] until [`end_solo`]. Gives the gate back first if a
+/// transaction waits for it.
+///
+/// The state is the only record of the transaction being solo (the
+/// transaction keeps no flag of its own): a solo transaction pays one
+/// thread-local load and store here and one of each at its end.
 #[inline]
-pub(crate) fn start_solo() -> bool {
+pub(crate) fn start_solo() {
     if held() != Held::Idle {
-        return false;
+        return;
     }
     if gate().waiting.load(Ordering::Relaxed) != 0 {
-        open();
-        set_held(Held::GivenBack);
-        return false;
+        give_back_for_waiter();
+        return;
     }
     set_held(Held::Running);
-    true
+}
+
+/// A transaction waits for the gate: give it back (for good).
+#[cold]
+#[inline(never)]
+fn give_back_for_waiter() {
+    open();
+    set_held(Held::GivenBack);
 }
 
 /// Whether the calling thread's solo transaction still runs with the gate
-/// (not given back since it started). A thread-local load.
+/// (started solo and not given back since, nor its guard dropped). A
+/// thread-local load.
 #[inline(always)]
 pub(crate) fn running() -> bool {
     held() == Held::Running
+}
+
+/// Whether a solo transaction of the calling thread runs and the gate is
+/// still closed for it: [`running`], or its guard was dropped meanwhile
+/// (the gate opens at its end). Such a transaction gives the gate back
+/// before it waits in `retry`.
+#[inline]
+pub(crate) fn in_solo() -> bool {
+    matches!(held(), Held::Running | Held::ReleaseAtEnd)
 }
 
 /// Gives the calling thread's gate back now, if it holds it (for good: its
@@ -215,17 +239,26 @@ pub(crate) fn give_back() {
     }
 }
 
-/// A solo transaction ended (committed, returned an error, or unwound).
+/// A solo-mode transaction ended (committed, returned an error, or
+/// unwound), whether it ran solo or not: only a solo one left the state
+/// [`Held::Running`] or [`Held::ReleaseAtEnd`] (transactions do not nest,
+/// and only [`start_solo`] sets `Running`).
 #[inline]
 pub(crate) fn end_solo() {
-    match held() {
-        Held::Running => set_held(Held::Idle),
-        Held::ReleaseAtEnd => {
-            open();
-            set_held(Held::Off);
-        }
-        _ => {}
+    let h = held();
+    if h == Held::Running {
+        set_held(Held::Idle);
+    } else if h == Held::ReleaseAtEnd {
+        release_at_end();
     }
+}
+
+/// A solo transaction whose guard was dropped ended: open the gate.
+#[cold]
+#[inline(never)]
+fn release_at_end() {
+    open();
+    set_held(Held::Off);
 }
 
 /// The guard was dropped: open the gate now, or when the solo transaction

@@ -89,10 +89,8 @@ pub(crate) struct TxCore {
     logging: bool,
     /// The throttling levers of this transaction (when `assisted`).
     throttle: Throttle,
-    /// This transaction's attempts run solo (a [`Solo`](crate::Solo)-mode
-    /// transaction on the thread holding the solo gate), as long as the
-    /// thread keeps the gate (see `solo::running`).
-    solo: bool,
+    // Whether this transaction runs solo is the thread's gate state, not a
+    // field here: `solo::running` (see `solo::start_solo`).
 }
 
 impl<'tcell, M: Mode> Tx<'tcell, M> {
@@ -177,7 +175,6 @@ impl TxCore {
             assisted: false,
             logging: true,
             throttle: Throttle::NONE,
-            solo: false,
         }
     }
 
@@ -240,7 +237,7 @@ impl TxCore {
         self.record.announce_tx(s);
         // A solo transaction holds the gate (`start_solo` said so just
         // before): it is clear for this thread without loading it.
-        if !(M::SOLO && self.solo || solo::clear_for(self.st.owner())) {
+        if !(M::SOLO && solo::running() || solo::clear_for(self.st.owner())) {
             s = self.wait_for_gate();
         }
         self.st.begin_at(s);
@@ -321,13 +318,15 @@ impl TxCore {
                 retry::released(lock);
             }
         };
-        if M::SOLO && self.solo && solo::running() {
+        if M::SOLO && solo::running() {
             // SAFETY: this thread has held the solo gate since before this
-            // attempt began: `solo` was set by `solo::start_solo` at the
-            // transaction's start, and the gate is still `Running` here, so
-            // it was not given back since (a guard dropped meanwhile gives
-            // it back only at `finish`; `give_back` and `retry` leave
-            // `Running`, after which this branch is not taken). So no other
+            // attempt began: the state is `Running` here, which only
+            // `solo::start_solo` sets, at the start of this transaction (no
+            // other transaction of this thread runs meanwhile: they do not
+            // nest), and which `Running` leaves only at `finish` or for good
+            // (`give_back` and `retry` make it `GivenBack` or `Off`, a guard
+            // dropped meanwhile `ReleaseAtEnd`, which gives the gate back
+            // only at `finish`), so it was not given back since. So no other
             // transaction or `TVar::store` has run since the attempt began
             // (see the `solo` module), and its reads were `read_solo` or
             // plain ones.
@@ -417,7 +416,6 @@ impl TxCore {
     /// transaction goes on plain), then wait as a plain one does.
     #[cold]
     fn leave_solo<M: Mode>(&mut self) {
-        self.solo = false;
         solo::give_back();
         self.retry_later::<M>();
     }
@@ -456,14 +454,34 @@ impl TxCore {
     /// garbage is collected when enough has piled up.
     #[inline]
     fn finish<M: Mode>(&mut self) {
-        if M::SOLO && self.solo {
-            self.solo = false;
+        if M::SOLO {
             solo::end_solo();
         }
         self.assist_end::<M>();
         self.record.end_tx();
         if self.garbage.wants_collect() {
             self.garbage.collect();
+        }
+    }
+
+    /// The attempt signalled (`pending`: a conflict, an upgrade, `retry`):
+    /// roll it back and begin the next. Out of line, so that an attempt
+    /// that signalled nothing pays one test of `pending` (taken and matched
+    /// in the loop it was a jump table: six instructions, counted).
+    #[cold]
+    #[inline(never)]
+    fn on_signal<M: Mode>(&mut self, cfg: &Config<M>, attempt: &mut u32) {
+        let Some(sig) = self.pending.take() else { unreachable!("on_signal is called with a signal pending") };
+        match sig {
+            TxError::Conflict(AbortReason::ReadOnlyUpgrade) => self.upgrade::<M>(),
+            TxError::Conflict(reason) => self.conflict(reason, cfg, attempt),
+            TxError::Retry if M::SOLO && solo::in_solo() => self.leave_solo::<M>(),
+            TxError::Retry => self.retry_later::<M>(),
+            TxError::Stop(reason) => {
+                panic!(
+                    "skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop"
+                )
+            }
         }
     }
 
@@ -480,7 +498,7 @@ impl TxCore {
         self.assisted = self.use_assist(cfg);
         self.logging = !M::READ_ONLY;
         if M::SOLO {
-            self.solo = solo::start_solo();
+            solo::start_solo();
         }
         self.begin_first::<M>();
         let g = AttemptGuard::<M> { tx: self, _mode: PhantomData };
@@ -488,18 +506,8 @@ impl TxCore {
         loop {
             let res = f(Tx::from_core(g.tx));
             let tx = &mut *g.tx;
-            if let Some(sig) = tx.pending.take() {
-                match sig {
-                    TxError::Conflict(AbortReason::ReadOnlyUpgrade) => tx.upgrade::<M>(),
-                    TxError::Conflict(reason) => tx.conflict(reason, cfg, &mut attempt),
-                    TxError::Retry if M::SOLO && tx.solo => tx.leave_solo::<M>(),
-                    TxError::Retry => tx.retry_later::<M>(),
-                    TxError::Stop(reason) => {
-                        panic!(
-                            "skelaff-stm: TxError::Stop({reason}) is a shadow transaction's signal; a real transaction cannot stop"
-                        )
-                    }
-                }
+            if tx.pending.is_some() {
+                tx.on_signal(cfg, &mut attempt);
                 continue;
             }
             match res {
@@ -584,18 +592,16 @@ unsafe impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &'tcell TVar<T>) -> Result<T, TxError> {
         let core = &mut self.core;
-        if M::SOLO && core.solo {
-            if solo::running() {
-                // No lock to check: no other transaction runs while the gate
-                // is held (the attempt commits with `commit_solo`).
-                // SAFETY: as for the plain read below (`read_solo` records
-                // `var`'s lock in the read set as `read` does).
-                return Ok(T::from_word(unsafe { core.st.read_solo(var.vword()) }));
-            }
-            // The gate was given back during this attempt (`solo::give_back`):
-            // its reads so far are valid plain reads at its snapshot; the
-            // rest of it is plain, and its commit validates them all.
-            core.solo = false;
+        if M::SOLO && solo::running() {
+            // No lock to check: no other transaction runs while the gate is
+            // held (the attempt commits with `commit_solo`). Once the gate
+            // was given back during this attempt (`solo::give_back`, or its
+            // guard dropped), its reads so far are valid plain reads at its
+            // snapshot; the rest of it is plain, and its commit validates
+            // them all.
+            // SAFETY: as for the plain read below (`read_solo` records
+            // `var`'s lock in the read set as `read` does).
+            return Ok(T::from_word(unsafe { core.st.read_solo(var.vword()) }));
         }
         // `M::SAMPLED` and `M::ASSISTED` are constants: a plain transaction's
         // read is the protocol's read and nothing else.
