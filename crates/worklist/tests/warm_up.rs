@@ -6,41 +6,15 @@
 
 use skelaff_numa_alloc::Policy;
 use skelaff_numa_alloc::alloc::{self, NumaAlloc};
-use skelaff_stm::{TVar, TxError, TxOps};
-use skelaff_worklist::{Builder, Decision, PagePolicy, ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_stm::TVar;
+use skelaff_worklist::{Builder, Decision, PagePolicy};
+
+#[path = "it/pool_common.rs"]
+mod pool_common;
+use pool_common::Split;
 
 #[global_allocator]
 static ALLOC: NumaAlloc = NumaAlloc::new();
-
-/// Splits ranges until they are small (units generate units, so SkelAff
-/// switches to bind), keeping a small block per unit in the worker's state.
-struct Split;
-
-impl Skeleton for Split {
-    type Unit = (u64, u64);
-    type Shared = TVar<u64>;
-    type PerWorker = Vec<Box<[u64; 4]>>;
-    fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) -> Self::PerWorker {
-        Vec::new()
-    }
-    fn process<'t, X: TxOps<'t>>(
-        &'t self,
-        tx: &mut X,
-        &(lo, hi): &'t (u64, u64),
-        kept: &mut Self::PerWorker,
-        count: &'t TVar<u64>,
-        ctx: &mut ProcessCtx<(u64, u64)>,
-    ) -> Result<(), TxError> {
-        kept.push(Box::new([lo, hi, 0, 0]));
-        if hi - lo > 8 {
-            let mid = (lo + hi) / 2;
-            ctx.add_work_unit((lo, mid));
-            ctx.add_work_unit((mid, hi));
-            return Ok(());
-        }
-        tx.update(count, |c| c + (hi - lo)).map(|_| ())
-    }
-}
 
 /// Chunks held by the arenas of the workers' policies (bind, cyclic and
 /// interleave): the test's own thread allocates from a first-touch arena,

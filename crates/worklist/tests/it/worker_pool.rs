@@ -11,40 +11,13 @@ use std::time::{Duration, Instant};
 
 use crate::pool_common;
 
-use pool_common::Add;
+use pool_common::{Add, Split};
 use skelaff_numa_alloc::Topology;
 use skelaff_stm::{TVar, TxError, TxOps};
 use skelaff_worklist::{
     Builder, Error, PagePolicy, ProcessCtx, Skeleton, ThreadLayout, ThreadMapping, ThreadPlace, ThreadPlacement,
     WorkerInfo, WorkerPool,
 };
-
-/// Splits ranges until they are small, then counts their numbers (units
-/// generate units: SkelAff's switch to bind happens in every run).
-struct Split;
-
-impl Skeleton for Split {
-    type Unit = (u64, u64);
-    type Shared = TVar<u64>;
-    type PerWorker = ();
-    fn init_worker(&self, _: &TVar<u64>, _: &WorkerInfo) {}
-    fn process<'t, X: TxOps<'t>>(
-        &'t self,
-        tx: &mut X,
-        &(lo, hi): &'t (u64, u64),
-        _: &mut (),
-        count: &'t TVar<u64>,
-        ctx: &mut ProcessCtx<(u64, u64)>,
-    ) -> Result<(), TxError> {
-        if hi - lo > 8 {
-            let mid = (lo + hi) / 2;
-            ctx.add_work_unit((lo, mid));
-            ctx.add_work_unit((mid, hi));
-            return Ok(());
-        }
-        tx.update(count, |c| c + (hi - lo)).map(|_| ())
-    }
-}
 
 /// Panics on unit 13.
 struct Boom;
