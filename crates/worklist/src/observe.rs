@@ -267,6 +267,12 @@ impl Timing {
     pub(crate) fn timed(&self, units: u64) -> bool {
         self.which.timed(units)
     }
+
+    /// Adds a timed turn that ran a unit, and chooses the next one.
+    pub(crate) fn add(&mut self, turn: &time::Turn) {
+        let weight = self.which.committed();
+        self.clock.add(turn, weight);
+    }
 }
 
 /// A worker's observers but the clock, called in this order at each point.
@@ -536,7 +542,7 @@ mod tests {
             t.committed();
             t.published();
             t.turn_ended();
-            timing.clock.add(&turn);
+            timing.add(&turn);
             // Shares of a busy time of one second: a raw part is its share x timed.
             let b = timing.clock.finish(1, Duration::from_secs(1), Duration::ZERO, Duration::ZERO);
             assert_eq!(b.timed_units, 1);
@@ -547,10 +553,54 @@ mod tests {
         }
     }
 
+    /// The units a worker times among its first `n`, each turn finding a unit.
+    fn timed_among(n: u64) -> Vec<u64> {
+        let mut timing = Timing::new();
+        let mut timed = Vec::new();
+        for u in 0..n {
+            if timing.timed(u) {
+                timed.push(u);
+                timing.add(&Turn::starting(0));
+            }
+        }
+        timed
+    }
+
     #[test]
-    fn one_turn_in_time_every_is_timed() {
-        let timing = Timing::new();
-        let timed = (0..crate::TIME_EVERY * 4).filter(|&u| timing.timed(u)).count();
-        assert_eq!(timed, 4);
+    fn one_turn_in_time_every_is_timed_then_one_in_time_every_later() {
+        use crate::{TIME_DENSE_UNITS as DENSE, TIME_EVERY as EVERY, TIME_EVERY_LATER as LATER};
+        assert_eq!(timed_among(EVERY * 4).len(), 4);
+        for _ in 0..8 {
+            let timed = timed_among(DENSE + 4 * LATER);
+            assert_eq!(timed.len() as u64, DENSE / EVERY + 4, "{timed:?}");
+            let offset = timed[0];
+            assert!(offset < EVERY);
+            let gaps: Vec<u64> = timed.windows(2).map(|w| w[1] - w[0]).collect();
+            assert!(gaps[..(DENSE / EVERY) as usize].iter().all(|&g| g == EVERY), "{timed:?}");
+            assert!(gaps[(DENSE / EVERY) as usize..].iter().all(|&g| g == LATER), "{timed:?}");
+            assert_eq!(timed[(DENSE / EVERY) as usize], DENSE + offset);
+        }
+    }
+
+    #[test]
+    fn a_turn_timed_after_the_dense_stretch_weighs_as_the_units_it_stands_for() {
+        // A turn of 100 ns spent in the pool, and one of 100 ns in `other`.
+        let in_pool = |t: &mut Turn| t.taken = t.take + 100;
+        let in_other = |t: &mut Turn| t.end = t.take + 100;
+        let turn = |set: &dyn Fn(&mut Turn)| {
+            let mut t = Turn::starting(1000);
+            set(&mut t);
+            t
+        };
+        let mut timing = Timing::new();
+        timing.which = time::Sampler::at(0);
+        timing.add(&turn(&in_pool));
+        timing.which = time::Sampler::at(crate::TIME_DENSE_UNITS);
+        timing.add(&turn(&in_other));
+        let b = timing.clock.finish(2, Duration::from_secs(9), Duration::ZERO, Duration::ZERO);
+        // Own time unweighted; in the shares the later unit stands for 8.
+        assert_eq!((b.timed_units, b.timed), (2, Duration::from_nanos(200)));
+        assert_eq!(crate::TIME_EVERY_LATER / crate::TIME_EVERY, 8);
+        assert_eq!((b.pool, b.other), (Duration::from_secs(1), Duration::from_secs(8)), "{b:?}");
     }
 }

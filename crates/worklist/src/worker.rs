@@ -172,7 +172,7 @@ impl<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode> Worker<'_, S, H, A, M> {
                 let mut turn = Turn::starting(time::now());
                 let found = self.turn(&mut turn)?;
                 if found {
-                    self.timing.clock.add(&turn);
+                    self.timing.add(&turn);
                 }
                 found
             } else {

@@ -22,7 +22,7 @@ pub use decision::{Decision, DecisionAt, NoHelper};
 pub use helpers::{
     ChannelFigures, CounterFigures, HelperFigures, HelpersReport, ShadowEnds, TimingFigures, TuningFigures,
 };
-pub use time::{TIME_EVERY, TimeBreakdown};
+pub use time::{TIME_DENSE_UNITS, TIME_EVERY, TIME_EVERY_LATER, TimeBreakdown};
 
 /// One worker's figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,7 +238,7 @@ impl fmt::Display for RunReport {
         let pc = |d: Duration| if total > 0.0 { 100.0 * d.as_secs_f64() / total } else { 0.0 };
         writeln!(
             f,
-            "worker time {total:.3} s: pool {:.1}% | aborted {:.1}% | process {:.1}% | commit {:.1}% | other {:.1}% | idle {:.1}% | setup {:.1}%{} (shares of {} timed units, 1 in {TIME_EVERY}); run set-up {:.3} s, queued {:.6} s",
+            "worker time {total:.3} s: pool {:.1}% | aborted {:.1}% | process {:.1}% | commit {:.1}% | other {:.1}% | idle {:.1}% | setup {:.1}%{} (shares of {} timed units, 1 in {TIME_EVERY}, after {TIME_DENSE_UNITS} units a worker 1 in {TIME_EVERY_LATER}); run set-up {:.3} s, queued {:.6} s",
             pc(t.pool),
             pc(t.aborted),
             pc(t.process),

@@ -5,20 +5,35 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// One unit in this many is timed phase by phase (every 64th, from a
-/// random offset in each worker). A timed unit reads the clock nine
-/// times (a few tens of nanoseconds each with Linux's vDSO clock), so the
-/// timing costs a few nanoseconds per unit on average; an untimed unit
-/// pays one test of its count.
+/// Among a worker's first [`TIME_DENSE_UNITS`] units, one in this many is
+/// timed phase by phase (every 64th, from a random offset in each worker);
+/// after them, one in [`TIME_EVERY_LATER`]. A timed unit reads the clock
+/// nine times (20 to 50 nanoseconds each with Linux's vDSO clock, the
+/// higher figure in virtual machines), so timing one unit in 64 cost an
+/// empty unit about 10% of its time on a 2-core VM (`skeleton_overhead`,
+/// 60 ns a unit); one in 512 costs it about 1%. An untimed unit pays one
+/// comparison of its count.
 pub const TIME_EVERY: u64 = 64;
+
+/// How many of a worker's first units are timed one in [`TIME_EVERY`]:
+/// enough for a short run's shares to rest on 64 units.
+pub const TIME_DENSE_UNITS: u64 = 4096;
+
+/// After its first [`TIME_DENSE_UNITS`] units, a worker times one unit in
+/// this many. Each such unit weighs `TIME_EVERY_LATER / TIME_EVERY` (8) in
+/// the shares, as many as the units it stands for, so the shares stay an
+/// unbiased estimate when the first units differ from the later ones
+/// (cold caches, first-touch faults).
+pub const TIME_EVERY_LATER: u64 = 512;
 
 /// Where a worker's time went (or the sum over a run's workers).
 ///
 /// The worker's wall time from its start to its end is `setup` + `busy` +
 /// `idle` ([`WorkerReport`](crate::WorkerReport)'s `busy` and `idle`), each
 /// measured in full. The busy time is split into its parts by the timed
-/// units (one in [`TIME_EVERY`]): each part gets the share of `busy` that
-/// it had of the timed units' time (a ratio estimate, as a sampling
+/// units (one in [`TIME_EVERY`], then one in [`TIME_EVERY_LATER`], each of
+/// those weighted as the units it stands for): each part gets the share of
+/// `busy` that it had of the timed units' weighted time (a ratio estimate, as a sampling
 /// profiler's). So the parts add up to `busy` exactly, and a unit that
 /// ran long (a page fault, a preemption, a big transaction) weighs in the
 /// shares only if it was timed: a run of few units, or units of very
@@ -37,7 +52,9 @@ pub struct TimeBreakdown {
     pub timed_units: u64,
     /// Units in all.
     pub units: u64,
-    /// The timed units' own time: what the shares rest on.
+    /// The timed units' own time, unweighted: what the shares rest on
+    /// (in the shares, a unit timed after a worker's first
+    /// [`TIME_DENSE_UNITS`] weighs `TIME_EVERY_LATER / TIME_EVERY`).
     pub timed: Duration,
     /// Taking units from the pool (its own queue, or stealing) and handing
     /// the units a transaction made to it, waking idle workers.
@@ -109,7 +126,10 @@ pub(crate) fn now() -> Moment {
 /// The timed units' sums, kept by a worker while it runs: nanoseconds.
 #[derive(Debug, Default)]
 pub(crate) struct UnitClock {
+    /// Units timed.
     timed: u64,
+    /// Their own time, unweighted.
+    own: u64,
     pool: u64,
     aborted: u64,
     process: u64,
@@ -196,15 +216,21 @@ fn since(a: Moment, b: Moment) -> u64 {
 }
 
 impl UnitClock {
-    /// Adds a timed unit's turn.
-    pub(crate) fn add(&mut self, t: &Turn) {
+    /// Adds a timed unit's turn, standing for `weight` units in the shares.
+    pub(crate) fn add(&mut self, t: &Turn, weight: u64) {
         self.timed += 1;
-        self.pool += since(t.take, t.taken) + since(t.push, t.pushed);
         let first = if t.attempts.first == 0 { t.attempts.last } else { t.attempts.first };
-        self.aborted += since(first, t.attempts.last);
-        self.process += since(t.attempts.last, t.attempts.returned);
-        self.commit += since(t.attempts.returned, t.done);
-        self.other += since(t.taken, t.tx) + since(t.done, t.push) + since(t.pushed, t.end);
+        let pool = since(t.take, t.taken) + since(t.push, t.pushed);
+        let aborted = since(first, t.attempts.last);
+        let process = since(t.attempts.last, t.attempts.returned);
+        let commit = since(t.attempts.returned, t.done);
+        let other = since(t.taken, t.tx) + since(t.done, t.push) + since(t.pushed, t.end);
+        self.own += pool + aborted + process + commit + other;
+        self.pool += weight * pool;
+        self.aborted += weight * aborted;
+        self.process += weight * process;
+        self.commit += weight * commit;
+        self.other += weight * other;
     }
 
     /// The breakdown of a worker that processed `units` units in `busy`,
@@ -214,7 +240,7 @@ impl UnitClock {
         let mut b = TimeBreakdown {
             timed_units: self.timed,
             units,
-            timed: Duration::from_nanos(timed),
+            timed: Duration::from_nanos(self.own),
             idle,
             setup,
             ..TimeBreakdown::default()
@@ -234,23 +260,50 @@ impl UnitClock {
     }
 }
 
-/// Which of a worker's units are timed: one in [`TIME_EVERY`], from a
+/// Which of a worker's units are timed: one in [`TIME_EVERY`] among its
+/// first [`TIME_DENSE_UNITS`], then one in [`TIME_EVERY_LATER`], from a
 /// random offset, so that the sample is not always led by a worker's first
 /// unit (cold caches, first-touch page faults), which would inflate every
 /// part of a short run's estimate.
+///
+/// It holds the count of committed units at which the next timed turn
+/// starts, so an untimed turn costs one comparison (a modulo of the count
+/// cost five instructions a unit, counted under callgrind).
 #[derive(Debug)]
 pub(crate) struct Sampler {
-    offset: u64,
+    next: u64,
 }
 
 impl Sampler {
     pub(crate) fn new() -> Self {
-        Sampler { offset: fastrand::u64(..TIME_EVERY) }
+        Sampler { next: fastrand::u64(..TIME_EVERY) }
     }
 
-    /// Whether the unit a worker takes after `units` committed ones is timed.
-    #[inline]
+    /// A sampler whose next timed unit is the one after `next` committed.
+    #[cfg(test)]
+    pub(crate) fn at(next: u64) -> Self {
+        Sampler { next }
+    }
+
+    /// Whether the unit a worker takes after `units` committed ones is
+    /// timed. A timed turn that finds no unit leaves the count where it
+    /// is, so the next turn is timed instead.
+    #[inline(always)]
     pub(crate) fn timed(&self, units: u64) -> bool {
-        (units + self.offset) % TIME_EVERY == 0
+        units == self.next
+    }
+
+    /// The timed unit committed: its weight in the shares, and the next
+    /// timed unit chosen.
+    pub(crate) fn committed(&mut self) -> u64 {
+        let (weight, step) = if self.next < TIME_DENSE_UNITS {
+            (1, TIME_EVERY)
+        } else {
+            (TIME_EVERY_LATER / TIME_EVERY, TIME_EVERY_LATER)
+        };
+        // Past the dense stretch the steps are TIME_EVERY_LATER, from the
+        // first timed unit at or after TIME_DENSE_UNITS (the offset kept).
+        self.next += step;
+        weight
     }
 }

@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use skelaff_stm::{TVar, TxError, TxOps};
-use skelaff_worklist::{Builder, ProcessCtx, RunReport, Skeleton, TIME_EVERY, WorkerInfo};
+use skelaff_worklist::{
+    Builder, ProcessCtx, RunReport, Skeleton, TIME_DENSE_UNITS, TIME_EVERY, TIME_EVERY_LATER, WorkerInfo,
+};
 
 /// Each unit spins `spin` inside its transaction, then counts itself.
 struct Spin {
@@ -45,7 +47,7 @@ fn run(threads: usize, units: u32, spin: Duration) -> RunReport {
 }
 
 #[test]
-fn every_64th_unit_of_each_worker_is_timed() {
+fn every_64th_unit_of_each_worker_is_timed_then_every_512th() {
     assert_eq!(TIME_EVERY, 64);
     // From a random offset: n units hold floor(n / 64) or one more timed ones.
     let timed_ok = |units: u64, timed: u64| timed == units / 64 || timed == units / 64 + 1;
@@ -60,8 +62,11 @@ fn every_64th_unit_of_each_worker_is_timed() {
     for w in &r.workers {
         assert!(timed_ok(w.units, w.time.timed_units), "{:?}", w.time);
     }
-    // 6400 units: exactly 100 timed, whatever the offset.
-    assert_eq!(run(1, 6400, Duration::ZERO).time().timed_units, 100);
+    // 6400 units: the first 4096 hold exactly 64 timed, whatever the
+    // offset (under 64); then one in 512 from 4096 + offset: 4096, 4608,
+    // 5120, 5632 and 6144 plus the offset, all under 6400.
+    assert_eq!((TIME_DENSE_UNITS, TIME_EVERY_LATER), (4096, 512));
+    assert_eq!(run(1, 6400, Duration::ZERO).time().timed_units, 64 + 5);
 }
 
 #[test]
