@@ -14,7 +14,7 @@ use skelaff_locality::{Profile, Sampling};
 use skelaff_numa_alloc::alloc::{self, NumaAlloc};
 use skelaff_numa_alloc::{Policy, Topology};
 use skelaff_worklist::{
-    Builder, Distribution, Helpers, PagePolicy, RunReport, Skeleton, ThreadMapping, TxAssist, Worklist,
+    Builder, Distribution, Helpers, LocalOrder, PagePolicy, RunReport, Skeleton, ThreadMapping, TxAssist, Worklist,
 };
 
 use crate::check::{CheckFailed, with_causes};
@@ -36,6 +36,13 @@ pub struct CommonArgs {
     /// Work distribution: shared (one locked queue) or per-node.
     #[arg(long, default_value = "per-node")]
     pub distribution: Distribution,
+    /// The order each worker runs the units of its own deque in (per-node
+    /// distribution): fifo (oldest first) or lifo (newest first, as
+    /// Galois's chunked LIFO). Default: the application's (lifo for yada,
+    /// whose new bad triangles lie where the last unit worked; fifo for
+    /// the others).
+    #[arg(long, value_name = "ORDER")]
+    pub local_order: Option<LocalOrder>,
     /// Thread mapping: scatter, compact, none.
     #[arg(long, default_value = "scatter")]
     pub mapping: ThreadMapping,
@@ -121,6 +128,7 @@ impl Default for CommonArgs {
             helpers: Helpers::Off,
             assist: TxAssist::Off,
             distribution: Distribution::PerNode,
+            local_order: None,
             mapping: ThreadMapping::Scatter,
             affinity: false,
             shuffle: 1,
@@ -146,6 +154,7 @@ impl CommonArgs {
             .helpers(self.helpers)
             .tx_assist(self.assist)
             .distribution(self.distribution)
+            .local_order(self.local_order.unwrap_or_default())
             .mapping(self.mapping)
             .affinity_scheduling(self.affinity)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))

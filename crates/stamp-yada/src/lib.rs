@@ -60,7 +60,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use skelaff_stm::{TVar, TxError, TxOps};
-use skelaff_worklist::{ProcessCtx, Skeleton, WorkerInfo};
+use skelaff_worklist::{LocalOrder, ProcessCtx, Skeleton, WorkerInfo};
 
 pub use check::{BadMesh, Corners, MeshSummary};
 pub use geometry::{Edge, Point, Shape, angle, orient};
@@ -321,7 +321,11 @@ pub fn run_skeleton(
     let Built { mesh, bad } = built;
     let shared = Shared { mesh, counters: (0..threads.max(1)).map(|_| Counters::default()).collect() };
     let report = {
-        let mut wl = common.builder(threads).build(&Refinement, &shared)?;
+        // Newest first unless the flag says otherwise: a unit's new bad
+        // triangles lie in the cavity it just rebuilt, still in the cache
+        // (Galois refines from per-thread LIFO chunks for the same reason).
+        let order = common.local_order.unwrap_or(LocalOrder::Lifo);
+        let mut wl = common.builder(threads).local_order(order).build(&Refinement, &shared)?;
         wl.add_work_units(stamp_shuffle(bad, 0));
         common.run(&mut wl)?
     };

@@ -9,7 +9,7 @@ use skelaff_stamp::yada::{
     Mesh, Point, Sequential, Triangulation, Yada, YadaArgs, run_skeleton, sequential, shipped_input,
 };
 use skelaff_stamp::{App, AppError, CommonArgs, Figures, Outcome};
-use skelaff_worklist::{Distribution, PagePolicy};
+use skelaff_worklist::{Distribution, LocalOrder, PagePolicy};
 
 use skelaff_testkit::peak;
 
@@ -55,6 +55,18 @@ fn simulator_input_at_one_and_two_threads_and_sequentially() {
             let processed = figures(&o).processed;
             assert!(report.units >= processed, "{} units, {processed} processed", report.units);
         }
+    }
+}
+
+#[test]
+fn yada_runs_newest_first_unless_told_otherwise_and_either_order_refines() {
+    for (flag, want) in [(None, LocalOrder::Lifo), (Some(LocalOrder::Fifo), LocalOrder::Fifo)] {
+        let built = sim(2).build().unwrap();
+        let common = CommonArgs { local_order: flag, ..CommonArgs::default() };
+        let (mesh, totals, report) = run_skeleton(built, 2, &common).unwrap();
+        assert_eq!(report.local_order, want);
+        let n = (mesh.initial_elements() as i64 + totals.added) as usize;
+        assert!(mesh.check(n).is_ok(), "{want}");
     }
 }
 

@@ -12,7 +12,7 @@ use skelaff_stm::{ContentionManager, Throttle};
 
 use crate::error::Error;
 use crate::placement::{ThreadMapping, ThreadPlacement, TopologyPlacement};
-use crate::pool::Distribution;
+use crate::pool::{Distribution, LocalOrder};
 use skelaff_locality::OracleStretch;
 
 /// Where the memory a worker allocates is placed (through `NumaAlloc` when
@@ -165,6 +165,7 @@ pub struct Builder {
     pub(crate) policy: PagePolicy,
     pub(crate) helpers: Helpers,
     pub(crate) distribution: Distribution,
+    pub(crate) local_order: LocalOrder,
     pub(crate) shuffle: Option<u64>,
     pub(crate) stm: skelaff_stm::Config,
     /// The workers' transactions are assisted (the mode is chosen per run).
@@ -195,6 +196,7 @@ impl Builder {
             policy: PagePolicy::Auto,
             helpers: Helpers::Off,
             distribution: Distribution::PerNode,
+            local_order: LocalOrder::Fifo,
             shuffle: None,
             stm: skelaff_stm::Config::DEFAULT,
             assisted: false,
@@ -247,6 +249,13 @@ impl Builder {
     /// Distribution of units (default per node).
     pub fn distribution(mut self, d: Distribution) -> Self {
         self.distribution = d;
+        self
+    }
+
+    /// The order in which each worker runs the units in its own deque
+    /// (default [`LocalOrder::Fifo`]; the per-node distribution only).
+    pub fn local_order(mut self, o: LocalOrder) -> Self {
+        self.local_order = o;
         self
     }
 

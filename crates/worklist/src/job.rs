@@ -66,7 +66,7 @@ impl<S: Skeleton, H: Hold<S>> Made<S, H> {
             fastrand::Rng::with_seed(seed).shuffle(&mut seeds);
         }
         let nodes: Vec<Option<usize>> = pool.infos.iter().map(|i| i.node).collect();
-        let (units, queues) = Pool::new(cfg.distribution, &nodes);
+        let (units, queues) = Pool::new(cfg.distribution, cfg.local_order, &nodes);
         let state = RunState {
             data,
             _skeleton: std::marker::PhantomData,
@@ -274,6 +274,7 @@ impl<S: Skeleton, H: Hold<S>> RunJob<S, H> {
             policy: cfg.policy,
             mapping: cfg.placement.name(),
             distribution: cfg.distribution,
+            local_order: cfg.local_order,
             numa_alloc_global: page_policy::numa_alloc_is_global(),
             workers,
             decisions: state.outcome.take_decisions(),

@@ -64,7 +64,7 @@ pub use placement::{
     HelperPlace, HelperSite, ThreadLayout, ThreadMapping, ThreadPlace, ThreadPlacement, TopologyPlacement,
 };
 #[cfg(not(loom))]
-pub use pool::Distribution;
+pub use pool::{Distribution, LocalOrder};
 #[cfg(not(loom))]
 pub use report::{
     ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,

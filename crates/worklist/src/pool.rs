@@ -37,6 +37,49 @@ skelaff_numa_alloc::enum_names! {
     parse: crate::error::Error = unknown_distribution;
 }
 
+/// The order in which a worker runs the units in its own deque (the
+/// per-node distribution; the shared queue is always first in, first out).
+///
+/// # Examples
+///
+/// ```
+/// use skelaff_worklist::{Builder, LocalOrder};
+///
+/// // Galois's order for mesh refinement: newest first.
+/// let builder = Builder::new().local_order(LocalOrder::Lifo);
+/// assert_eq!("lifo".parse::<LocalOrder>().unwrap(), LocalOrder::Lifo);
+/// assert!("newest".parse::<LocalOrder>().is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LocalOrder {
+    /// Oldest first: the units a worker made wait behind those it took
+    /// before them.
+    #[default]
+    Fifo,
+    /// Newest first, as Galois's per-thread chunked LIFO worklist: a unit a
+    /// transaction just made runs next, while what that transaction
+    /// touched is still in the cache (yada's new bad triangles lie in the
+    /// cavity just retriangulated). Thieves still take the oldest.
+    Lifo,
+}
+
+skelaff_numa_alloc::enum_names! {
+    LocalOrder {
+        Fifo => "fifo",
+        Lifo => "lifo",
+    }
+    parse: crate::error::Error = unknown_local_order;
+}
+
+fn unknown_local_order(given: &str) -> crate::error::Error {
+    crate::error::Error::UnknownName(skelaff_numa_alloc::UnknownName {
+        what: "local order",
+        given: given.to_owned(),
+        allowed: &["fifo", "lifo"],
+    })
+}
+
 fn unknown_distribution(given: &str) -> crate::error::Error {
     crate::error::Error::UnknownName(skelaff_numa_alloc::UnknownName {
         what: "distribution",
@@ -65,7 +108,11 @@ pub(crate) enum Pool<U> {
 impl<U: Send> Pool<U> {
     /// Builds the pool and each worker's end. `worker_nodes[w]` groups
     /// workers by node (any labels; equal labels share a queue).
-    pub(crate) fn new(distribution: Distribution, worker_nodes: &[Option<usize>]) -> (Pool<U>, Vec<WorkerQueue<U>>) {
+    pub(crate) fn new(
+        distribution: Distribution,
+        order: LocalOrder,
+        worker_nodes: &[Option<usize>],
+    ) -> (Pool<U>, Vec<WorkerQueue<U>>) {
         match distribution {
             Distribution::Shared => {
                 (Pool::Shared(Mutex::new(VecDeque::new())), worker_nodes.iter().map(|_| WorkerQueue::Shared).collect())
@@ -80,7 +127,10 @@ impl<U: Send> Pool<U> {
                     .iter()
                     .map(|label| {
                         let node = labels.binary_search(label).unwrap_or(0);
-                        let deque = Worker::new_fifo();
+                        let deque = match order {
+                            LocalOrder::Fifo => Worker::new_fifo(),
+                            LocalOrder::Lifo => Worker::new_lifo(),
+                        };
                         nodes[node].1.push(deque.stealer());
                         WorkerQueue::PerNode { deque, node }
                     })
@@ -306,7 +356,7 @@ mod tests {
 
     #[test]
     fn shared_pool_is_fifo() {
-        let (pool, locals) = Pool::new(Distribution::Shared, &[None, None]);
+        let (pool, locals) = Pool::new(Distribution::Shared, LocalOrder::Fifo, &[None, None]);
         pool.seed(vec![1, 2, 3]);
         pool.push(&locals[1], [4].into_iter());
         let got: Vec<i32> = std::iter::from_fn(|| pool.take(&locals[0])).collect();
@@ -314,9 +364,24 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_runs_its_own_units_in_its_local_order_and_thieves_take_the_oldest() {
+        for (order, want) in [(LocalOrder::Fifo, [1, 2, 3, 4]), (LocalOrder::Lifo, [4, 3, 2, 1])] {
+            let (pool, locals) = Pool::new(Distribution::PerNode, order, &[Some(0), Some(0)]);
+            pool.push(&locals[0], [1, 2, 3, 4].into_iter());
+            let got: Vec<i32> = std::iter::from_fn(|| pool.take(&locals[0])).collect();
+            assert_eq!(got, want, "{order}");
+            // Another worker of the node steals a batch from the old end
+            // (the older half) and runs one of it.
+            pool.push(&locals[0], [1, 2, 3, 4].into_iter());
+            let stolen = pool.take(&locals[1]).unwrap();
+            assert!(stolen <= 2, "{order}: the thief ran {stolen}");
+        }
+    }
+
+    #[test]
     fn per_node_takes_local_then_same_node_then_remote() {
         // Workers 0 and 1 on node A, worker 2 on node B.
-        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(0), Some(0), Some(1)]);
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(0), Some(1)]);
         pool.seed((0..30).collect());
         // Node A's queue got the first 20 units (2 of 3 workers), node B the rest.
         assert_eq!(pool.take(&locals[2]), Some(20));
@@ -338,7 +403,7 @@ mod tests {
     #[test]
     fn routed_units_go_to_their_nodes_queue() {
         // Worker 0 on node 4, worker 1 on node 7; node 9 has no worker.
-        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(4), Some(7)]);
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(4), Some(7)]);
         assert_eq!((pool.queue_of(4), pool.queue_of(7), pool.queue_of(9)), (Some(0), Some(1), None));
         // Even units live on node 7, odd ones on no node with a worker.
         let home = |u: &i32| if u % 2 == 0 { pool.queue_of(7) } else { pool.queue_of(9) };
@@ -357,13 +422,13 @@ mod tests {
         assert_eq!(&mine[..4], [0, 2, 4, 6], "node 7's queue first, in order");
         // A unit worker 0 generates for node 7 goes to node 7's queue; one
         // for its own node stays on its deque.
-        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(4), Some(7)]);
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(4), Some(7)]);
         pool.push_routed(&locals[0], [100, 101].into_iter(), |u| if *u == 100 { Some(1) } else { Some(0) });
         assert_eq!(pool.take(&locals[1]), Some(100));
         assert_eq!(pool.take(&locals[0]), Some(101));
         assert_eq!(pool.take(&locals[1]), None, "101 was never in node 7's queue");
         // The shared pool has no node queues: routing changes nothing.
-        let (shared, sl) = Pool::new(Distribution::Shared, &[Some(4)]);
+        let (shared, sl) = Pool::new(Distribution::Shared, LocalOrder::Fifo, &[Some(4)]);
         assert_eq!(shared.queue_of(4), None);
         shared.seed_routed(vec![1, 2], |_| Some(0));
         shared.push_routed(&sl[0], [3].into_iter(), |_| Some(0));
@@ -374,7 +439,7 @@ mod tests {
     #[test]
     fn a_worker_takes_one_unit_at_a_time_from_another_node() {
         // Worker 0 on node 0, worker 1 on node 1; every unit lives on node 0.
-        let (pool, locals) = Pool::new(Distribution::PerNode, &[Some(0), Some(1)]);
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(1)]);
         pool.seed_routed((0..40).collect(), |_| pool.queue_of(0));
         // Worker 1's own node has nothing: it takes one remote unit, not a batch.
         assert_eq!(pool.take(&locals[1]), Some(0));

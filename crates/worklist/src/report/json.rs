@@ -9,7 +9,7 @@ use skelaff_stm::{AbortsByReason, Stats};
 use super::{DecisionAt, HelpersReport, RunReport, TimeBreakdown, WorkerReport};
 use crate::affinity::AffinityFigures;
 use crate::config::PagePolicy;
-use crate::pool::Distribution;
+use crate::pool::{Distribution, LocalOrder};
 
 /// A run report as `--json` prints it.
 #[derive(Serialize)]
@@ -25,6 +25,7 @@ struct ReportJson<'a> {
     policy: PagePolicy,
     mapping: &'a str,
     distribution: Distribution,
+    local_order: LocalOrder,
     numa_alloc_global: bool,
     /// Summed over the workers.
     commits: u64,
@@ -163,6 +164,7 @@ impl<'a> ReportJson<'a> {
             policy: r.policy,
             mapping: &r.mapping,
             distribution: r.distribution,
+            local_order: r.local_order,
             numa_alloc_global: r.numa_alloc_global,
             commits: stats.commits,
             aborts: stats.total_aborts(),
@@ -238,6 +240,7 @@ mod tests {
             policy: PagePolicy::Bind,
             mapping: "scatter".to_owned(),
             distribution: Distribution::PerNode,
+            local_order: LocalOrder::Fifo,
             numa_alloc_global: false,
             workers: vec![worker(0, stats.clone()), worker(1, Stats { commits: 6, ..Stats::default() })],
             decisions: vec![DecisionAt {
@@ -283,7 +286,7 @@ mod tests {
             })
         };
         // What the hand-written `json!` of commit d7822d1 gave for this report,
-        // and `queued_seconds` (new since).
+        // and `queued_seconds` and `local_order` (new since).
         let before = json!({
             "wall_seconds": 2.0,
             "setup_seconds": 0.125,
@@ -295,6 +298,7 @@ mod tests {
             "policy": "bind",
             "mapping": "scatter",
             "distribution": "per-node",
+            "local_order": "fifo",
             "numa_alloc_global": false,
             "commits": 16,
             "aborts": 3,

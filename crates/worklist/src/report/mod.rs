@@ -16,7 +16,7 @@ use skelaff_stm::{AbortReason, Stats};
 use crate::access_profile::AccessProfile;
 use crate::affinity::AffinityFigures;
 use crate::config::PagePolicy;
-use crate::pool::Distribution;
+use crate::pool::{Distribution, LocalOrder};
 
 pub use decision::{Decision, DecisionAt, NoHelper};
 pub use helpers::{
@@ -76,6 +76,8 @@ pub struct RunReport {
     pub mapping: String,
     /// The distribution of units.
     pub distribution: Distribution,
+    /// The order each worker ran the units of its own deque in.
+    pub local_order: LocalOrder,
     /// Whether `NumaAlloc` is the global allocator, so thread policies apply
     /// to everything the program allocates.
     pub numa_alloc_global: bool,
@@ -215,7 +217,7 @@ impl fmt::Display for RunReport {
         let s = self.stats();
         writeln!(
             f,
-            "{} units in {:.3} s ({:.0} units/s) on {} threads | policy {} | mapping {} | distribution {}{}",
+            "{} units in {:.3} s ({:.0} units/s) on {} threads | policy {} | mapping {} | distribution {} ({}){}",
             self.units,
             self.wall.as_secs_f64(),
             self.units_per_second(),
@@ -223,6 +225,7 @@ impl fmt::Display for RunReport {
             self.policy,
             self.mapping,
             self.distribution,
+            self.local_order,
             if self.numa_alloc_global { "" } else { " | NumaAlloc not global: kernel thread policies used" }
         )?;
         write!(f, "commits {} aborts {}", s.commits, s.total_aborts())?;
