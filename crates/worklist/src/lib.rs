@@ -68,7 +68,8 @@ pub use pool::{Distribution, LocalOrder};
 #[cfg(not(loom))]
 pub use report::{
     ChannelFigures, CounterFigures, Decision, DecisionAt, HelperFigures, HelpersReport, NoHelper, RunReport,
-    ShadowEnds, TIME_DENSE_UNITS, TIME_EVERY, TIME_EVERY_LATER, TimeBreakdown, TimingFigures, TuningFigures, WorkerReport,
+    ShadowEnds, TIME_DENSE_UNITS, TIME_EVERY, TIME_EVERY_LATER, TimeBreakdown, TimingFigures, TuningFigures,
+    WorkerReport,
 };
 #[cfg(not(loom))]
 pub use run::{RunFuture, Worklist};
