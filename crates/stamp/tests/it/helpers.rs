@@ -4,7 +4,9 @@
 //!
 //! With one worker the skeleton takes the units in the same order with
 //! and without a helper (the worker takes its next unit before running
-//! the current one, from the same FIFO), so everything the application
+//! the current one, from the same FIFO: both runs are given
+//! `--local-order fifo`, since newest first, yada's default, would run a
+//! unit's new units before the one a helper was handed), so everything the application
 //! reports — digests of its final tables, sequences, centres, routes,
 //! yada's refined mesh — must be equal. With two workers the interleaving differs from run to
 //! run, so only the self-check is compared.
@@ -13,14 +15,16 @@ use crate::common;
 
 use common::results;
 use skelaff_stamp::{CommonArgs, registry};
-use skelaff_worklist::Helpers;
+use skelaff_worklist::{Helpers, LocalOrder};
 
 #[test]
 fn every_application_gives_identical_results_with_helpers_on_and_off() {
     let apps = registry();
     assert!(!apps.is_empty());
     for app in apps {
-        let off = (app.run_small)(1, &CommonArgs { helpers: Helpers::Off, ..CommonArgs::default() }).unwrap();
+        let fifo = Some(LocalOrder::Fifo);
+        let off = (app.run_small)(1, &CommonArgs { helpers: Helpers::Off, local_order: fifo, ..CommonArgs::default() })
+            .unwrap();
         assert!(off.passed(), "{}: {:?}", app.name, off.check);
         assert!(!results(&off.figures).is_empty(), "{}: no result figures to compare", app.name);
         if app.name == "yada" {
@@ -30,7 +34,7 @@ fn every_application_gives_identical_results_with_helpers_on_and_off() {
             }
         }
         for helpers in [Helpers::On, Helpers::Auto] {
-            let on = (app.run_small)(1, &CommonArgs { helpers, ..CommonArgs::default() }).unwrap();
+            let on = (app.run_small)(1, &CommonArgs { helpers, local_order: fifo, ..CommonArgs::default() }).unwrap();
             assert!(on.passed(), "{} with helpers {helpers}: {:?}", app.name, on.check);
             assert_eq!(on.check.as_ref().ok(), off.check.as_ref().ok(), "{} with helpers {helpers}", app.name);
             assert_eq!(results(&on.figures), results(&off.figures), "{} with helpers {helpers}", app.name);
