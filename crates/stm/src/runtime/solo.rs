@@ -242,15 +242,19 @@ pub(crate) fn give_back() {
 /// A solo-mode transaction ended (committed, returned an error, or
 /// unwound), whether it ran solo or not: only a solo one left the state
 /// [`Held::Running`] or [`Held::ReleaseAtEnd`] (transactions do not nest,
-/// and only [`start_solo`] sets `Running`).
+/// and only [`start_solo`] sets `Running`). Whether it ended solo, the gate
+/// still held ([`Held::Running`]).
 #[inline]
-pub(crate) fn end_solo() {
+pub(crate) fn end_solo() -> bool {
     let h = held();
     if h == Held::Running {
         set_held(Held::Idle);
-    } else if h == Held::ReleaseAtEnd {
+        return true;
+    }
+    if h == Held::ReleaseAtEnd {
         release_at_end();
     }
+    false
 }
 
 /// A solo transaction whose guard was dropped ended: open the gate.

@@ -451,15 +451,14 @@ impl TxCore {
     }
 
     /// Ends the transaction: the record no longer protects anything, and
-    /// garbage is collected when enough has piled up.
+    /// garbage is collected when enough has piled up (sooner after a solo
+    /// transaction: see `reclaim::COLLECT_MIN_SOLO`).
     #[inline]
     fn finish<M: Mode>(&mut self) {
-        if M::SOLO {
-            solo::end_solo();
-        }
+        let solo = M::SOLO && solo::end_solo();
         self.assist_end::<M>();
         self.record.end_tx();
-        if self.garbage.wants_collect() {
+        if self.garbage.wants_collect(solo) {
             self.garbage.collect();
         }
     }
