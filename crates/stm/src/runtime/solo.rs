@@ -242,19 +242,15 @@ pub(crate) fn give_back() {
 /// A solo-mode transaction ended (committed, returned an error, or
 /// unwound), whether it ran solo or not: only a solo one left the state
 /// [`Held::Running`] or [`Held::ReleaseAtEnd`] (transactions do not nest,
-/// and only [`start_solo`] sets `Running`). Whether it ended solo, the gate
-/// still held ([`Held::Running`]).
+/// and only [`start_solo`] sets `Running`).
 #[inline]
-pub(crate) fn end_solo() -> bool {
+pub(crate) fn end_solo() {
     let h = held();
     if h == Held::Running {
         set_held(Held::Idle);
-        return true;
-    }
-    if h == Held::ReleaseAtEnd {
+    } else if h == Held::ReleaseAtEnd {
         release_at_end();
     }
-    false
 }
 
 /// A solo transaction whose guard was dropped ended: open the gate.

@@ -451,14 +451,16 @@ impl TxCore {
     }
 
     /// Ends the transaction: the record no longer protects anything, and
-    /// garbage is collected when enough has piled up (sooner after a solo
-    /// transaction: see `reclaim::COLLECT_MIN_SOLO`).
+    /// garbage is collected when enough has piled up (sooner in solo mode:
+    /// see `reclaim::COLLECT_MIN_SOLO`).
     #[inline]
     fn finish<M: Mode>(&mut self) {
-        let solo = M::SOLO && solo::end_solo();
+        if M::SOLO {
+            solo::end_solo();
+        }
         self.assist_end::<M>();
         self.record.end_tx();
-        if self.garbage.wants_collect(solo) {
+        if self.garbage.wants_collect(M::SOLO) {
             self.garbage.collect();
         }
     }
