@@ -265,56 +265,6 @@ mod tests {
         collect_until(&drops, 1);
     }
 
-    #[test]
-    fn a_solo_worker_gets_its_garbage_back_soon() {
-        use crate::{Config, Solo, atomically_with, solo};
-
-        use super::COLLECT_MIN_SOLO;
-        let drops = Arc::new(AtomicUsize::new(0));
-        let cfg = Config::new().mode::<Solo>();
-        // A thread of its own: its garbage starts empty, with the plain
-        // threshold ahead (1024 with asymmetric fences).
-        let d = drops.clone();
-        let freed = std::thread::spawn(move || {
-            let enter = || solo::enter().expect("no other test of this binary takes the solo gate");
-            let mut gate = enter();
-            // Rounds of `COLLECT_MIN_SOLO` frees while fewer than the plain
-            // threshold have been freed: a guard of another test may keep
-            // one collection from dropping anything, and another test's
-            // transaction may make the gate be given back (then it is taken
-            // again), but not every round.
-            let mut freed = 0;
-            // (With SeqCst fences, `SKELAFF_STM_FENCES=symmetric` or no
-            // `membarrier`, the plain threshold is the solo one: the test
-            // then passes either way.)
-            while d.load(Ordering::SeqCst) == 0 && freed + COLLECT_MIN_SOLO < super::COLLECT_MIN_ASYMMETRIC {
-                if gate.given_back() {
-                    drop(gate);
-                    gate = enter();
-                }
-                for _ in 0..COLLECT_MIN_SOLO {
-                    atomically_with(&cfg, |tx| {
-                        let p = tx.alloc(Counted(d.clone()))?;
-                        // SAFETY: never published, freed once.
-                        unsafe { tx.free(p) }
-                    });
-                }
-                freed += COLLECT_MIN_SOLO;
-            }
-            // Counted before this thread exits (it hands what it still holds
-            // over to the orphans, which another test's collection may drop).
-            (freed, d.load(Ordering::SeqCst))
-        })
-        .join()
-        .unwrap();
-        let (freed, dropped) = freed;
-        assert!(
-            dropped > 0,
-            "{freed} objects freed by solo transactions, none dropped: collections wait for {} (the plain threshold)",
-            super::COLLECT_MIN_ASYMMETRIC
-        );
-    }
-
     /// Frees objects on this thread, `2 * collect_min()` at a time (at least
     /// one collection), until `drops` reaches `want`. Other tests of this
     /// binary may be running transactions meanwhile: a collection cannot
