@@ -246,3 +246,49 @@ fn without_the_gate_a_solo_mode_transaction_is_plain() {
     assert_eq!(a.load(), 10);
     assert_eq!(Stats::take_thread().commits, 1);
 }
+
+/// Counts its drops.
+struct Counted(Arc<AtomicU64>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_solo_worker_gets_the_objects_it_frees_back_soon() {
+    let _serial = serial();
+    // The thresholds of the STM's reclamation (`runtime/reclaim.rs`): after
+    // a solo-mode transaction garbage is collected once 64 objects wait;
+    // otherwise, with asymmetric fences (`membarrier`, where the kernel
+    // offers it), once 1024 wait. (With SeqCst fences both are 64, and the
+    // test cannot tell them apart.)
+    const SOLO: u64 = 64;
+    const PLAIN: u64 = 1024;
+    // A thread of its own, so that its garbage starts empty; no other test
+    // of this file runs transactions meanwhile (`serial`), so a collection
+    // drops everything that waits.
+    let drops = Arc::new(AtomicU64::new(0));
+    let d = drops.clone();
+    let (freed, dropped) = std::thread::spawn(move || {
+        let gate = solo::enter().expect("the tests of this file take the gate one at a time");
+        let freed = PLAIN - SOLO;
+        for _ in 0..freed {
+            atomically_with(&solo_cfg(), |tx| {
+                let p = tx.alloc(Counted(d.clone()))?;
+                // SAFETY: never published, freed once.
+                unsafe { tx.free(p) }
+            });
+        }
+        assert!(!gate.given_back(), "nothing else ran a transaction");
+        // Counted before the thread exits and hands what it still holds over.
+        (freed, d.load(Ordering::SeqCst))
+    })
+    .join()
+    .unwrap();
+    assert!(
+        dropped + SOLO >= freed,
+        "{freed} objects freed by solo transactions, {dropped} dropped: more than {SOLO} were waiting"
+    );
+}

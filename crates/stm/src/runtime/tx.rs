@@ -451,7 +451,8 @@ impl TxCore {
     }
 
     /// Ends the transaction: the record no longer protects anything, and
-    /// garbage is collected when enough has piled up.
+    /// garbage is collected when enough has piled up (sooner in solo mode:
+    /// see `reclaim::COLLECT_MIN_SOLO`).
     #[inline]
     fn finish<M: Mode>(&mut self) {
         if M::SOLO {
@@ -459,7 +460,7 @@ impl TxCore {
         }
         self.assist_end::<M>();
         self.record.end_tx();
-        if self.garbage.wants_collect() {
+        if self.garbage.wants_collect(M::SOLO) {
             self.garbage.collect();
         }
     }
