@@ -97,6 +97,11 @@ struct Args {
     /// skelaff contention manager: suicide or backoff.
     #[arg(short = 'c', long = "contention-manager", default_value = "suicide")]
     cm: String,
+    /// skelaff clock policy: commits (every writing commit moves the global
+    /// clock, TL2's GV4) or readers (commits leave it; a transaction that
+    /// reads a newer word moves it, GV5).
+    #[arg(long, default_value = "commits")]
+    clock: stm::ClockPolicy,
     /// Print one JSON object as the last line.
     #[arg(long)]
     json: bool,
@@ -136,6 +141,8 @@ struct JsonLine<'a> {
     range: u64,
     update: u32,
     alternate: bool,
+    /// skelaff's clock policy (null for the other backends).
+    clock: Option<stm::ClockPolicy>,
     duration_s: f64,
     txs: u64,
     txs_per_s: f64,
@@ -160,6 +167,7 @@ struct Params {
     update: u32,
     alternate: bool,
     cm: ContentionManager,
+    clock: stm::ClockPolicy,
 }
 
 impl Args {
@@ -183,7 +191,13 @@ impl Args {
         if self.duration == 0 {
             return Err(ArgError::Duration);
         }
-        Ok(Params { range, update: self.update, alternate: !self.no_alternate, cm: self.cm.parse()? })
+        Ok(Params {
+            range,
+            update: self.update,
+            alternate: !self.no_alternate,
+            cm: self.cm.parse()?,
+            clock: self.clock,
+        })
     }
 }
 
@@ -404,6 +418,9 @@ fn worker(set: &dyn IntSet, p: &Params, seed: u64, stop: &AtomicBool, start: &Ba
     let mut mix = Mix::new(seed, p.range, p.update, p.alternate);
     let mut r = ThreadResult::default();
     Stats::take_thread();
+    // The worker thread's commits move the clock or not (skelaff only;
+    // the other backends ignore it).
+    stm::set_thread_clock(p.clock);
     start.wait();
     while !stop.load(Ordering::Relaxed) {
         mix.step(set, &mut r.counts);
@@ -435,7 +452,7 @@ fn main() -> ExitCode {
     let handles: Vec<_> = (0..args.threads)
         .map(|t| {
             let (set, stop, start) = (set.clone(), stop.clone(), start.clone());
-            let p = Params { range: p.range, update: p.update, alternate: p.alternate, cm: p.cm };
+            let p = Params { range: p.range, update: p.update, alternate: p.alternate, cm: p.cm, clock: p.clock };
             let tseed = rng.below(u64::MAX) ^ t as u64;
             std::thread::spawn(move || worker(&*set, &p, tseed, &stop, &start))
         })
@@ -507,6 +524,7 @@ fn main() -> ExitCode {
             range: p.range,
             update: p.update,
             alternate: p.alternate,
+            clock: (args.backend == Backend::Skelaff).then_some(p.clock),
             duration_s: round_to(secs, 4),
             txs,
             txs_per_s: round_to(txs as f64 / secs, 1),

@@ -13,6 +13,7 @@ use skelaff_helper_threads::HelperThreads;
 use skelaff_locality::{Profile, Sampling};
 use skelaff_numa_alloc::alloc::{self, NumaAlloc};
 use skelaff_numa_alloc::{Policy, Topology};
+use skelaff_stm::ClockPolicy;
 use skelaff_worklist::{
     Builder, Distribution, Helpers, LocalOrder, PagePolicy, RunReport, Skeleton, ThreadMapping, TxAssist, Worklist,
 };
@@ -43,6 +44,13 @@ pub struct CommonArgs {
     /// the others).
     #[arg(long, value_name = "ORDER")]
     pub local_order: Option<LocalOrder>,
+    /// Whether the workers' writing commits move the STM's global clock:
+    /// commits (TL2's GV4: every writing commit moves it) or readers (GV5:
+    /// commits leave it, and a transaction that reads a newer word moves
+    /// it). Default: the application's (readers for vacation and intruder,
+    /// commits for the others).
+    #[arg(long, value_name = "POLICY")]
+    pub clock: Option<ClockPolicy>,
     /// Thread mapping: scatter, compact, none.
     #[arg(long, default_value = "scatter")]
     pub mapping: ThreadMapping,
@@ -129,6 +137,7 @@ impl Default for CommonArgs {
             assist: TxAssist::Off,
             distribution: Distribution::PerNode,
             local_order: None,
+            clock: None,
             mapping: ThreadMapping::Scatter,
             affinity: false,
             shuffle: 1,
@@ -155,6 +164,7 @@ impl CommonArgs {
             .tx_assist(self.assist)
             .distribution(self.distribution)
             .local_order(self.local_order.unwrap_or_default())
+            .clock(self.clock.unwrap_or_default())
             .mapping(self.mapping)
             .affinity_scheduling(self.affinity)
             .shuffle((self.shuffle != 0).then_some(self.shuffle))

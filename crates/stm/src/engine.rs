@@ -7,6 +7,8 @@
 //! There is no lock table: every transactional word carries its own
 //! versioned lock beside it ([`VWord`](crate::raw::VWord)).
 
+#[cfg(doc)]
+use crate::raw::ClockPolicy;
 use crate::raw::Engine;
 
 #[cfg(not(loom))]
@@ -23,8 +25,10 @@ pub(crate) fn engine() -> &'static Engine {
     &ENGINE
 }
 
-/// The global clock: the number of write commits (and non-transactional
-/// stores) so far.
+/// The global clock: under the default [`ClockPolicy::Commits`] it counts
+/// the writing commits (and non-transactional stores and garbage
+/// collections) so far; commits of threads set to [`ClockPolicy::Readers`]
+/// leave it to the transactions that read their words.
 ///
 /// # Examples
 ///
@@ -34,7 +38,7 @@ pub(crate) fn engine() -> &'static Engine {
 /// let v = TVar::new(0u8);
 /// let before = clock();
 /// atomically(|tx| tx.write(&v, 1));
-/// assert!(clock() > before);
+/// assert!(clock() > before); // the default: the commit moved it
 /// ```
 pub fn clock() -> u64 {
     engine().now()

@@ -33,6 +33,7 @@ pub use engine::clock;
 pub use erased::ErasedBox;
 pub use error::{AbortReason, ConfigError, SamplerError, Stop, TxError, UnknownName};
 pub use mode::{Assisted, Mode, ModeFn, Plain, ReadOnly, Sampled, SampledAssisted, Solo, mode_name, with_mode};
+pub use raw::{AUTO_HOLD, ClockPolicy};
 #[cfg(feature = "fault-injection")]
 pub use runtime::api::inject_aux_fault;
 pub use runtime::api::{assist_pairing, atomically, atomically_with, startup, try_atomically, try_atomically_with};
@@ -49,7 +50,7 @@ pub mod assist_ring {
 pub mod loom_hooks {
     pub use crate::runtime::loom_hooks::{collect_garbage, exit_thread, without_solo_gate, without_start_fence};
 }
-pub use runtime::thread::in_transaction;
+pub use runtime::thread::{in_transaction, set_thread_clock, thread_clock};
 pub use runtime::tx::Tx;
 /// `#[derive(Word)]`: a field-less enum or a single-field newtype over a
 /// `Word` as one transactional word (see the [`Word`](trait@Word) trait).

@@ -19,7 +19,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::AbortReason;
 use crate::lockword::{bound_version, current_at, is_locked, lock_bits, owner, snapshot_bound, unlocked, version};
-use crate::primitive::{AtomicU64, Backoff, Ordering, spin_loop};
+use crate::primitive::{AtomicBool, AtomicU64, Backoff, Ordering, spin_loop};
 
 /// How many times a read re-checks a word locked by a committer before
 /// giving up. Locks are held only for the short commit write-back, so a
@@ -33,7 +33,7 @@ pub const READ_SPIN: u32 = 64;
 fn consistent_load(w: &VWord) -> Result<(u64, u64), AbortReason> {
     let mut spins = 0;
     loop {
-        let l1 = w.lock.load(Ordering::Acquire);
+        let l1 = w.lock.load(Ordering::SeqCst);
         if is_locked(l1) {
             spins += 1;
             if spins > READ_SPIN {
@@ -48,6 +48,19 @@ fn consistent_load(w: &VWord) -> Result<(u64, u64), AbortReason> {
         }
     }
 }
+/// Stands in, in loom builds, for the SeqCst accesses around the clock
+/// that [`ClockPolicy::Readers`] relies on (loom models SeqCst loads and
+/// read-modify-writes as AcqRel, and SeqCst fences fully): a fence after
+/// each read of the clock by a reader, and between a commit's locks and
+/// its validation. Nothing in other builds, where the accesses themselves
+/// are SeqCst (on x86-64 the loads are plain `mov`s and the
+/// read-modify-writes the `lock`ed instructions they were already).
+#[inline(always)]
+fn loom_sc_fence() {
+    #[cfg(loom)]
+    crate::primitive::fence(Ordering::SeqCst);
+}
+
 /// How many times commit re-checks a word held by another committer
 /// before aborting (bounded, so two committers cannot deadlock).
 pub const COMMIT_SPIN: u32 = 128;
@@ -116,6 +129,121 @@ impl VWord {
     }
 }
 
+/// Whether a writing commit moves the global clock: a setting of each
+/// thread ([`set_thread_clock`](crate::set_thread_clock); the worklist's
+/// `Builder::clock` sets it on its workers); threads of both kinds may run
+/// side by side.
+///
+/// - [`Commits`](ClockPolicy::Commits) (the default; TL2's GV4): the
+///   commit moves the clock from `c` to `c + 1` (one CAS after taking its
+///   locks) and writes its words at that version.
+/// - [`Readers`](ClockPolicy::Readers) (TL2's GV5): the commit loads the
+///   clock after taking its locks and writes its words at `c + 1` *without
+///   storing the clock*.
+///
+/// Whatever the commits do, a transaction that reads a word newer than its
+/// snapshot first moves the clock up to that word's version (a `fetch_max`,
+/// only when the clock is below it) and then extends its snapshot (or,
+/// read-only, restarts), so no word stays above the clock for long.
+///
+/// Why a `Readers` commit is safe: it loads `c` after it has locked every
+/// word it writes, and the clock never goes down, so a snapshot at or
+/// above its write version `c + 1` was read after those locks were taken:
+/// such a transaction finds each of the commit's words locked or already
+/// written back, never the value before it. A transaction whose snapshot
+/// is below `c + 1` finds the commit's words newer than its snapshot and
+/// validates before it moves on, as always. What is given up is a
+/// commit's shortcut: a `Commits` commit whose CAS finds the clock still
+/// at its snapshot knows that nobody committed since and skips validating
+/// its read set; once any `Readers` commit has run in the process, an
+/// unmoved clock no longer says that, and every writing commit validates.
+/// (The first `Readers` commit raises a process-wide flag before it loads
+/// the clock; a `Commits` commit reads the flag after its CAS. Whichever
+/// comes first in their SeqCst order, the skip is sound: a `Readers`
+/// commit that raised the flag after the `Commits` commit read it loaded
+/// the clock later still, so it writes above that commit's version, and
+/// writes back after that commit's linearization point.)
+///
+/// Why `Readers` is there: the clock is one cache line that every
+/// `Commits` commit of every thread writes. On the 2-core machine this was
+/// written on, two threads committing transactions on words nobody else
+/// touches took 3 to 4 times as long per transaction as one thread alone,
+/// and barely longer when the clock was not written (see the crate
+/// README). Under `Readers` the line is written only when a transaction
+/// meets another's recent write. The cost moves to those readers: one that
+/// reads a word written since the clock last moved pays a `fetch_max` and
+/// an extension (a validation of what it read so far). Workloads whose
+/// transactions mostly touch data others wrote long ago (vacation's
+/// reservations) gain; a sorted linked list, where every lookup walks
+/// through the last update, loses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ClockPolicy {
+    /// The commit moves the clock (TL2's GV4). The default.
+    #[default]
+    Commits,
+    /// The commit leaves the clock; readers that meet its words move it
+    /// (TL2's GV5).
+    Readers,
+    /// `Readers`, except for the next [`AUTO_HOLD`] writing commits after
+    /// one of the thread's reads had to move the clock up to a word's
+    /// version: those commits move the clock themselves. A thread whose
+    /// transactions read what was just written (its own last update, a
+    /// list everyone walks through) runs as `Commits`; one whose
+    /// transactions touch data written long ago runs as `Readers`. (A
+    /// policy of the runtime's threads: a [`TxState`] given `Auto` directly
+    /// commits as `Commits`.)
+    Auto,
+}
+
+/// How many writing commits of a thread under [`ClockPolicy::Auto`] move
+/// the clock after one of its reads had to move it.
+pub const AUTO_HOLD: u32 = 64;
+
+impl ClockPolicy {
+    /// The names, as [`FromStr`](core::str::FromStr) takes them.
+    pub const NAMES: &'static [&'static str] = &["commits", "readers", "auto"];
+
+    /// The policy's name: `commits` or `readers`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ClockPolicy::Commits => "commits",
+            ClockPolicy::Readers => "readers",
+            ClockPolicy::Auto => "auto",
+        }
+    }
+}
+
+impl core::fmt::Display for ClockPolicy {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl core::str::FromStr for ClockPolicy {
+    type Err = crate::error::UnknownName;
+
+    /// `commits`, `readers` or `auto`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "commits" => Ok(ClockPolicy::Commits),
+            "readers" => Ok(ClockPolicy::Readers),
+            "auto" => Ok(ClockPolicy::Auto),
+            other => Err(crate::error::UnknownName {
+                what: "clock policy",
+                given: other.to_owned(),
+                allowed: ClockPolicy::NAMES,
+            }),
+        }
+    }
+}
+
+/// The validation bound of a commit that must validate its read set
+/// (above every snapshot): a [`ClockPolicy::Readers`] commit, or any
+/// writing commit once one has run in the process.
+pub const VALIDATE_ALWAYS: u64 = u64::MAX;
+
 /// The global version clock.
 ///
 /// Invariant: every transaction that touches a given set of words uses the
@@ -123,42 +251,101 @@ impl VWord {
 #[derive(Debug)]
 pub struct Engine {
     clock: CachePadded<AtomicU64>,
+    /// Set (for good) before the first [`ClockPolicy::Readers`] commit
+    /// loads the clock; read by every `Commits` commit after its CAS. On a
+    /// line of its own, away from the clock, so it stays in every core's
+    /// cache.
+    readers_seen: CachePadded<AtomicBool>,
 }
 
 impl Engine {
-    /// A fresh engine: clock 0.
+    /// A fresh engine: clock 0, no [`ClockPolicy::Readers`] commit yet.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
-        Engine { clock: CachePadded::new(AtomicU64::new(0)) }
+        Engine { clock: CachePadded::new(AtomicU64::new(0)), readers_seen: CachePadded::new(AtomicBool::new(false)) }
     }
 
-    /// A fresh engine: clock 0.
+    /// A fresh engine: clock 0, no [`ClockPolicy::Readers`] commit yet.
     #[cfg(loom)]
     pub fn new() -> Self {
-        Engine { clock: CachePadded::new(AtomicU64::new(0)) }
+        Engine { clock: CachePadded::new(AtomicU64::new(0)), readers_seen: CachePadded::new(AtomicBool::new(false)) }
+    }
+
+    /// Whether a [`ClockPolicy::Readers`] commit has run on this engine
+    /// (from then on every writing commit validates its read set).
+    #[cfg(any(loom, test))]
+    pub fn readers_seen(&self) -> bool {
+        self.readers_seen.load(Ordering::Relaxed)
     }
 
     /// The clock's current value.
     #[inline(always)]
     pub fn now(&self) -> u64 {
-        self.clock.load(Ordering::Acquire)
+        let c = self.clock.load(Ordering::SeqCst);
+        loom_sc_fence();
+        c
     }
 
-    /// Advances the clock GV4-style; call only while holding the write locks.
-    /// Returns the write version `wv` and the *validation bound*: the clock
-    /// value up to which other commits may have written a word this
-    /// transaction read. When this call's CAS moved the clock from `c` to
-    /// `c + 1` the bound is `c` (no other commit has a version in
-    /// `(c, wv)`); when another committer moved it first and `wv` is shared,
-    /// the bound is `wv` itself. A bound equal to the snapshot `rv` means
-    /// nobody committed since the snapshot.
+    /// Moves the clock on by one and returns the value it had: a clock read
+    /// after which every later snapshot is newer (reclamation's stamp,
+    /// which could otherwise wait for a reader to move the clock when
+    /// commits leave it alone).
     #[inline]
-    fn advance(&self) -> (u64, u64) {
+    pub fn tick(&self) -> u64 {
+        let c = self.clock.fetch_add(1, Ordering::SeqCst);
+        loom_sc_fence();
+        c
+    }
+
+    /// Moves the clock up to `version`, a word's version a reader found
+    /// above its snapshot, if it is below (a [`ClockPolicy::Readers`]
+    /// commit wrote the word; after a `Commits` one the clock is already
+    /// there, and this is one load).
+    #[inline]
+    fn catch_up(&self, version: u64) -> bool {
+        let below = self.clock.load(Ordering::SeqCst) < version;
+        if below {
+            self.clock.fetch_max(version, Ordering::SeqCst);
+        }
+        loom_sc_fence();
+        below
+    }
+
+    /// Takes the clock for a commit under `policy`; call only while
+    /// holding the write locks. Returns the write version `wv` and the
+    /// *validation bound*: the clock value up to which other commits may
+    /// have written a word this transaction read (a bound equal to the
+    /// snapshot `rv` means nobody committed since the snapshot, and the
+    /// read set needs no validation; [`VALIDATE_ALWAYS`] is above every
+    /// snapshot).
+    ///
+    /// [`ClockPolicy::Commits`] moves the clock GV4-style: when this call's
+    /// CAS moved it from `c` to `c + 1` the bound is `c` (no other commit
+    /// has a version in `(c, wv)`); when another committer moved it first
+    /// and `wv` is shared, the bound is `wv` itself; once a `Readers`
+    /// commit has run, the bound is `VALIDATE_ALWAYS`.
+    /// [`ClockPolicy::Readers`] only loads it: `wv = c + 1`, bound
+    /// `VALIDATE_ALWAYS`.
+    #[inline]
+    fn advance(&self, policy: ClockPolicy) -> (u64, u64) {
+        if policy == ClockPolicy::Readers {
+            if !self.readers_seen.load(Ordering::Relaxed) {
+                self.readers_seen.store(true, Ordering::SeqCst);
+            }
+            loom_sc_fence();
+            let c = self.clock.load(Ordering::SeqCst);
+            return (c + 1, VALIDATE_ALWAYS);
+        }
         let c = self.clock.load(Ordering::Acquire);
-        match self.clock.compare_exchange(c, c + 1, Ordering::AcqRel, Ordering::Acquire) {
+        let r = match self.clock.compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst) {
             Ok(_) => (c + 1, c),
             Err(actual) => (actual, actual),
-        }
+        };
+        loom_sc_fence();
+        // Read after the CAS (see `ClockPolicy`): once a `Readers` commit
+        // has run, the clock no longer counts the commits, so the bound
+        // proves nothing, for the skip below or for an auxiliary's verdict.
+        if self.readers_seen.load(Ordering::SeqCst) { (r.0, VALIDATE_ALWAYS) } else { r }
     }
 
     /// Writes `value` to `w` outside any transaction, as a transaction of
@@ -341,6 +528,22 @@ pub struct TxState {
     locked: Vec<*const AtomicU64>,
     /// This transaction's owner id, 1..=MAX_OWNER.
     owner: u64,
+    /// The clock policy of [`TxState::commit`] (the runtime passes its
+    /// thread's to [`TxState::commit_checked`]).
+    #[cfg(any(loom, test))]
+    clock_policy: ClockPolicy,
+    /// The version a read-only read found above the clock (0: none), for
+    /// [`TxState::settle`] to move the clock up to before the next attempt.
+    catch_up: core::cell::Cell<u64>,
+    /// A read of this state moved the clock up to a word's version (the
+    /// word was written by a `Readers` commit the clock had not caught up
+    /// with), since [`TxState::take_caught_up`] last asked.
+    caught_up: bool,
+    /// Loom fault injection: a `Readers` commit skips validation when the
+    /// clock still reads its snapshot, as a `Commits` one may (wrong: see
+    /// [`ClockPolicy`]).
+    #[cfg(loom)]
+    skip_readers_validation: bool,
 }
 
 // SAFETY: the only non-`Send` fields are the pointers of the read, write
@@ -361,6 +564,28 @@ impl TxState {
     /// This transaction's owner id.
     pub fn owner(&self) -> u64 {
         self.owner
+    }
+
+    /// The clock policy of this state's [`TxState::commit`]s (from the next
+    /// on).
+    #[cfg(any(loom, test))]
+    pub fn set_clock_policy(&mut self, policy: ClockPolicy) {
+        self.clock_policy = policy;
+    }
+
+    /// Whether a read moved the clock up to a word's version since the
+    /// last call (what [`ClockPolicy::Auto`] watches); clears it.
+    #[inline]
+    pub fn take_caught_up(&mut self) -> bool {
+        core::mem::take(&mut self.caught_up)
+    }
+
+    /// Makes this transaction's [`ClockPolicy::Readers`] commits skip
+    /// validation when the clock still reads their snapshot: wrong, for the
+    /// loom model that shows the validation is needed.
+    #[cfg(loom)]
+    pub fn skip_readers_validation(&mut self) {
+        self.skip_readers_validation = true;
     }
 
     /// The current snapshot bound.
@@ -385,10 +610,12 @@ impl TxState {
         &self.reads
     }
 
-    /// Starts an attempt: empty sets, snapshot at the clock's current value.
+    /// Starts an attempt: empty sets, snapshot at the clock's current value
+    /// (after [`TxState::settle`]).
     #[cfg(any(loom, test))]
     #[inline]
     pub fn begin(&mut self, e: &Engine) {
+        self.settle(e);
         self.begin_at(e.now());
     }
 
@@ -426,7 +653,7 @@ impl TxState {
                 return Ok(self.writes.entries[i].value);
             }
         }
-        let l1 = w.lock.load(Ordering::Acquire);
+        let l1 = w.lock.load(Ordering::SeqCst);
         let v = w.value.load(Ordering::Acquire);
         let l2 = w.lock.load(Ordering::Relaxed);
         if l1 == l2 && current_at(l1, self.rv_bound) {
@@ -437,7 +664,7 @@ impl TxState {
     }
 
     /// Reads `w` as TL2's read-only transactions do: checked against the
-    /// snapshot, but recorded nowhere. Nothing is kept, so nothing needs
+    /// snapshot (on engine `e`), but recorded nowhere. Nothing is kept, so nothing needs
     /// `w` after this call. Call it only in an attempt that has written
     /// nothing (it does not look in the write set), and commit such an
     /// attempt without validation: every value it read was current at
@@ -452,7 +679,7 @@ impl TxState {
     #[inline(always)]
     pub fn read_unlogged(&self, w: &VWord) -> Result<u64, AbortReason> {
         debug_assert!(self.writes.is_empty(), "an unlogged read in an attempt that wrote");
-        let l1 = w.lock.load(Ordering::Acquire);
+        let l1 = w.lock.load(Ordering::SeqCst);
         let v = w.value.load(Ordering::Acquire);
         let l2 = w.lock.load(Ordering::Relaxed);
         if l1 == l2 && current_at(l1, self.rv_bound) {
@@ -484,7 +711,28 @@ impl TxState {
     #[inline(never)]
     fn read_unlogged_slow(&self, w: &VWord) -> Result<u64, AbortReason> {
         let (v, l) = consistent_load(w)?;
-        if version(l) <= self.rv() { Ok(v) } else { Err(AbortReason::ValidateOnRead) }
+        if version(l) <= self.rv() {
+            return Ok(v);
+        }
+        // The next attempt's snapshot must include this version: the clock
+        // may be below it (a `ClockPolicy::Readers` commit wrote the word),
+        // and `settle` moves it up before the next attempt begins.
+        self.catch_up.set(version(l));
+        Err(AbortReason::ValidateOnRead)
+    }
+
+    /// Before the next attempt's snapshot is read: moves the clock up to
+    /// the version an unlogged read of the attempt before found above its
+    /// snapshot, if any (see [`TxState::read_unlogged`]). Without it, a
+    /// word a [`ClockPolicy::Readers`] commit wrote above the clock would
+    /// restart a read-only transaction for as long as nobody else moved
+    /// the clock.
+    #[inline]
+    pub fn settle(&mut self, e: &Engine) {
+        let v = self.catch_up.replace(0);
+        if v != 0 && e.catch_up(v) {
+            self.caught_up = true;
+        }
     }
 
     #[inline(never)]
@@ -496,7 +744,13 @@ impl TxState {
                 // far is still current, then read again. The value loaded
                 // above must not be returned: it predates the extension, and
                 // a commit between that load and the extension's clock read
-                // may have replaced it within the new snapshot.
+                // may have replaced it within the new snapshot. (Under
+                // `ClockPolicy::Readers` the clock may still be below the
+                // word's version: move it up first, so the extension's
+                // clock read covers the word.)
+                if e.catch_up(version(l1)) {
+                    self.caught_up = true;
+                }
                 if !self.extend(e) {
                     return Err(AbortReason::ValidateOnRead);
                 }
@@ -535,7 +789,7 @@ impl TxState {
             // SAFETY: the type invariant: `lock` was recorded by `read` in
             // the attempt under way (the sets are emptied when it ends), and
             // `read`'s caller keeps the word alive and in place until then.
-            let w = unsafe { &*lock }.load(Ordering::Acquire);
+            let w = unsafe { &*lock }.load(Ordering::SeqCst);
             version(w) <= rv && (!is_locked(w) || owner(w) == me)
         })
     }
@@ -571,11 +825,11 @@ impl TxState {
     #[cfg(any(loom, test))]
     #[inline]
     pub fn commit(&mut self, e: &Engine) -> Result<Committed, AbortReason> {
-        self.commit_checked(e, |st, _| st.validate(), |_| {})
+        self.commit_checked(e, self.clock_policy, |st, _| st.validate(), |_| {})
     }
 
-    /// [`TxState::commit`] with the read-set validation supplied by the
-    /// caller, and a hook on each released lock.
+    /// [`TxState::commit`] with the clock policy, the read-set validation
+    /// supplied by the caller, and a hook on each released lock.
     ///
     /// Once the write locks are held and the clock has advanced, and only
     /// when some other transaction may have committed since the snapshot,
@@ -593,13 +847,14 @@ impl TxState {
     pub fn commit_checked(
         &mut self,
         e: &Engine,
+        policy: ClockPolicy,
         read_set_valid: impl FnOnce(&Self, u64) -> bool,
         released: impl FnMut(&AtomicU64),
     ) -> Result<Committed, AbortReason> {
         let r = if self.writes.is_empty() {
             Ok(Committed::ReadOnly)
         } else {
-            self.commit_writes(e, read_set_valid, released)
+            self.commit_writes(e, policy, read_set_valid, released)
         };
         self.reads.clear();
         self.writes.clear();
@@ -662,6 +917,7 @@ impl TxState {
     fn commit_writes(
         &mut self,
         e: &Engine,
+        policy: ClockPolicy,
         read_set_valid: impl FnOnce(&Self, u64) -> bool,
         mut released: impl FnMut(&AtomicU64),
     ) -> Result<Committed, AbortReason> {
@@ -688,13 +944,15 @@ impl TxState {
                     spin_loop();
                     continue;
                 }
-                if lock.compare_exchange_weak(w, w | mine, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                if lock.compare_exchange_weak(w, w | mine, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
                     self.locked.push(lock);
                     break;
                 }
             }
         }
-        let (wv, bound) = e.advance();
+        let (wv, bound) = e.advance(policy);
+        #[cfg(loom)]
+        let bound = if self.skip_readers_validation && policy == ClockPolicy::Readers { wv - 1 } else { bound };
         if bound != self.rv() && !read_set_valid(self, bound) {
             self.release_failed();
             return Err(AbortReason::ValidateOnCommit);

@@ -22,6 +22,7 @@
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
+use skelaff_stm::ClockPolicy;
 use skelaff_stm::assist_ring::{AppCursor, AuxCursor, Channel, Verdict};
 use skelaff_stm::lockword::{unlocked, version};
 use skelaff_stm::raw::{Committed, Engine, TxState, VWord};
@@ -172,6 +173,7 @@ fn assisted_tx_against_writer(cap: usize, two_reads: bool, aux_late: bool) {
         let kept = cur.kept_reads();
         let r = st.commit_checked(
             &e,
+            ClockPolicy::Commits,
             |st, bound| {
                 cur.confirm(&ch, st, bound, || {
                     loom::thread::yield_now();

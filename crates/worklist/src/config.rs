@@ -178,6 +178,8 @@ pub struct Builder {
     pub(crate) per_run_threads: bool,
     /// A run with one worker takes the STM's solo gate.
     pub(crate) solo: bool,
+    /// Whether the workers' writing commits move the STM's clock.
+    pub(crate) clock: skelaff_stm::ClockPolicy,
 }
 
 impl Default for Builder {
@@ -206,6 +208,7 @@ impl Builder {
             oracle: None,
             per_run_threads: false,
             solo: true,
+            clock: skelaff_stm::ClockPolicy::Commits,
         }
     }
 
@@ -269,6 +272,27 @@ impl Builder {
     /// The STM's contention manager (the other STM settings are kept).
     pub fn contention(mut self, cm: ContentionManager) -> Self {
         self.stm = self.stm.contention(cm);
+        self
+    }
+
+    /// Whether the workers' writing commits move the STM's global clock
+    /// (default [`ClockPolicy::Commits`](skelaff_stm::ClockPolicy); see
+    /// [`ClockPolicy`](skelaff_stm::ClockPolicy) for when `Readers` pays):
+    /// each worker sets it for its thread
+    /// ([`set_thread_clock`](skelaff_stm::set_thread_clock)) for the run and
+    /// puts its own back after. The run report names it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use skelaff_stm::ClockPolicy;
+    /// use skelaff_worklist::Builder;
+    ///
+    /// let builder = Builder::new().threads(2).clock(ClockPolicy::Readers);
+    /// # let _ = builder;
+    /// ```
+    pub fn clock(mut self, policy: skelaff_stm::ClockPolicy) -> Self {
+        self.clock = policy;
         self
     }
 

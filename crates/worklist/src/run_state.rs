@@ -101,6 +101,8 @@ pub(crate) struct Settings {
     pub(crate) assisted: bool,
     /// The one worker of the run takes the solo gate (see `Builder::solo`).
     pub(crate) solo: bool,
+    /// Whether the workers' writing commits move the STM's clock.
+    pub(crate) clock: skelaff_stm::ClockPolicy,
     pub(crate) policy: PagePolicy,
     pub(crate) allowed_nodes: NodeSet,
     pub(crate) page_size: usize,

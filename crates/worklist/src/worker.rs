@@ -66,6 +66,22 @@ pub(crate) fn worker<S: Skeleton, H: Hold<S>, A: Assist<S>>(
     }
 }
 
+/// The worker thread's clock policy for the run; its own back when dropped
+/// (the thread is the pool's, and outlives the run).
+struct ThreadClock(skelaff_stm::ClockPolicy);
+
+impl ThreadClock {
+    fn set(policy: skelaff_stm::ClockPolicy) -> Self {
+        ThreadClock(skelaff_stm::set_thread_clock(policy))
+    }
+}
+
+impl Drop for ThreadClock {
+    fn drop(&mut self) {
+        skelaff_stm::set_thread_clock(self.0);
+    }
+}
+
 /// [`worker`] with its transactions in mode `M`.
 fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
     state: &RunState<S, H>,
@@ -78,6 +94,7 @@ fn worker_in<S: Skeleton, H: Hold<S>, A: Assist<S>, M: Mode>(
 ) -> Result<WorkerReport, skelaff_numa_alloc::Error> {
     let entered = Instant::now();
     let settings = &state.settings;
+    let _clock = ThreadClock::set(settings.clock);
     page_policy::set_worker_policy(page_policy::initial_policy(
         settings.policy,
         &info,

@@ -16,6 +16,7 @@ use skelaff_stamp::intruder::{
     BadDetection, DetectIn, Detection, FlowProblem, Intruder, IntruderArgs, MapKind, Stream, Variant, Verdict,
     run_sequential, run_skeleton,
 };
+use skelaff_stm::ClockPolicy;
 use skelaff_worklist::{Distribution, PagePolicy};
 
 const POLICIES: [PagePolicy; 5] =
@@ -74,6 +75,16 @@ fn the_app_runs_its_small_input_and_its_sequential_version() {
         assert_eq!(out.report.is_none(), sequential);
         let json = out.to_json();
         assert_eq!(json["figures"]["flagged"], json["figures"]["attacks_generated"]);
+    }
+    // The workers' commits leave the clock alone unless `--clock` says
+    // otherwise, and the report says which.
+    let mut args = Intruder::small();
+    Intruder::set_threads(&mut args, 2);
+    for (flag, name) in [(None, "readers"), (Some(ClockPolicy::Commits), "commits")] {
+        let common = CommonArgs { clock: flag, ..CommonArgs::default() };
+        let out = Intruder::run(&args, &common).unwrap();
+        assert!(out.passed(), "{:?}", out.check);
+        assert_eq!(out.to_json()["report"]["clock"], name);
     }
     let entry = skelaff_stamp::find("intruder").expect("registered");
     assert!((entry.run_small)(1, &CommonArgs::default()).unwrap().passed());

@@ -89,6 +89,19 @@ fn sequential_mode_and_batches_pass_and_agree() {
     assert!(two.passed(), "{:?}", two.check);
 }
 
+/// The workers' commits leave the STM's clock alone unless `--clock` says
+/// otherwise (vacation's default), and the run report says which; the
+/// tables pass their check either way.
+#[test]
+fn the_clock_policy_is_readers_by_default_and_reported() {
+    for (flag, name) in [(None, "readers"), (Some(skelaff_stm::ClockPolicy::Commits), "commits")] {
+        let common = CommonArgs { clock: flag, ..CommonArgs::default() };
+        let o = Vacation::run(&small(2), &common).unwrap();
+        assert!(o.passed(), "{:?}", o.check);
+        assert_eq!(o.report.as_ref().unwrap().clock.name(), name);
+    }
+}
+
 /// The STAMP-style sequential version runs the transactional manager's code
 /// without the STM; on the same requests in the same order it must end
 /// with exactly the tables of the `BTreeMap` version.

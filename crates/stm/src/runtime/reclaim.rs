@@ -133,8 +133,14 @@ impl Default for Garbage {
 /// with asymmetric fences; see the registry's docs): the stamp for
 /// everything unlinked by this thread's earlier commits (see the module
 /// docs). `None` if the fence could not be made.
+///
+/// The clock is read by moving it on ([`Engine::tick`](crate::raw::Engine::tick)):
+/// transactions that start later have a newer snapshot than the stamp
+/// even when no commit moves the clock
+/// ([`ClockPolicy::Readers`](crate::ClockPolicy)), so the stamped objects
+/// can be dropped once those running now have ended.
 fn fenced_stamp() -> Option<u64> {
-    reclaim_fence().then(|| engine().now())
+    reclaim_fence().then(|| engine().tick())
 }
 
 impl Garbage {

@@ -13,7 +13,7 @@ use crate::erased::ErasedBox;
 use crate::error::{AbortReason, TxError};
 use crate::mode::{Mode, Plain};
 use crate::primitive::AtomicU64;
-use crate::raw::{Committed, TxState};
+use crate::raw::{AUTO_HOLD, ClockPolicy, Committed, TxState, VALIDATE_ALWAYS};
 use crate::tvar::TVar;
 use crate::txops::TxOps;
 use crate::word::{TPtr, Word};
@@ -25,6 +25,7 @@ use super::registry::{ThreadRecord, registry};
 use super::retry::{self, Slots};
 use super::sampling::{AccessKind, Sampler};
 use super::solo;
+use super::thread::thread_clock;
 
 /// A running transaction, handed to the closure of
 /// [`atomically`](crate::atomically) as `&mut Tx<'tcell>`. Use it through
@@ -89,6 +90,9 @@ pub(crate) struct TxCore {
     logging: bool,
     /// The throttling levers of this transaction (when `assisted`).
     throttle: Throttle,
+    /// Under `ClockPolicy::Auto`: how many more writing commits move the
+    /// clock (see `AUTO_HOLD`).
+    auto_hold: u32,
     // Whether this transaction runs solo is the thread's gate state, not a
     // field here: `solo::running` (see `solo::start_solo`).
 }
@@ -175,6 +179,7 @@ impl TxCore {
             assisted: false,
             logging: true,
             throttle: Throttle::NONE,
+            auto_hold: 0,
         }
     }
 
@@ -268,6 +273,10 @@ impl TxCore {
         // of the attempt before, whose words the record protects until it
         // moves on.
         self.assist_begin::<M>();
+        // A read-only attempt that met a word above the clock left its
+        // version for the clock to catch up to, so that the new snapshot
+        // covers the word.
+        self.st.settle(engine());
         let s = engine().now();
         self.record.advance_tx(s);
         self.st.begin_at(s);
@@ -336,17 +345,43 @@ impl TxCore {
             }
             return Ok(c);
         }
+        let policy = thread_clock();
+        let policy = if policy == ClockPolicy::Auto { self.auto_clock() } else { policy };
         let r = match (&mut self.assist, M::ASSISTED && self.assisted) {
             (AssistSlot::Active(a), true) => {
                 let throttle = self.throttle;
-                self.st.commit_checked(engine(), |st, bound| a.confirm(st, bound, throttle), bump)
+                // The auxiliary's verdict covers the commits up to a clock
+                // value, and `ClockPolicy::Readers` commits do not move the
+                // clock: once one has run (the bound says so), the
+                // application thread validates itself (the auxiliary may
+                // still abort an attempt early).
+                let valid = |st: &TxState, bound| {
+                    if bound == VALIDATE_ALWAYS { st.validate() } else { a.confirm(st, bound, throttle) }
+                };
+                self.st.commit_checked(engine(), policy, valid, bump)
             }
-            _ => self.st.commit_checked(engine(), |st, _| st.validate(), bump),
+            _ => self.st.commit_checked(engine(), policy, |st, _| st.validate(), bump),
         };
         if wake && matches!(r, Ok(Committed::Wrote(_))) {
             retry::wake_waiters();
         }
         r
+    }
+
+    /// `ClockPolicy::Auto`'s choice for this commit: `Commits` for
+    /// `AUTO_HOLD` commits after a read had to move the clock, else
+    /// `Readers`. Out of line: the other policies pay only its test.
+    #[inline(never)]
+    fn auto_clock(&mut self) -> ClockPolicy {
+        if self.st.take_caught_up() {
+            self.auto_hold = AUTO_HOLD;
+        }
+        if self.auto_hold > 0 {
+            self.auto_hold -= 1;
+            ClockPolicy::Commits
+        } else {
+            ClockPolicy::Readers
+        }
     }
 
     /// An assisted read: the plain read (checked against the snapshot as

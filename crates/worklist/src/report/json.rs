@@ -26,6 +26,7 @@ struct ReportJson<'a> {
     mapping: &'a str,
     distribution: Distribution,
     local_order: LocalOrder,
+    clock: skelaff_stm::ClockPolicy,
     numa_alloc_global: bool,
     /// Summed over the workers.
     commits: u64,
@@ -165,6 +166,7 @@ impl<'a> ReportJson<'a> {
             mapping: &r.mapping,
             distribution: r.distribution,
             local_order: r.local_order,
+            clock: r.clock,
             numa_alloc_global: r.numa_alloc_global,
             commits: stats.commits,
             aborts: stats.total_aborts(),
@@ -241,6 +243,7 @@ mod tests {
             mapping: "scatter".to_owned(),
             distribution: Distribution::PerNode,
             local_order: LocalOrder::Fifo,
+            clock: skelaff_stm::ClockPolicy::Commits,
             numa_alloc_global: false,
             workers: vec![worker(0, stats.clone()), worker(1, Stats { commits: 6, ..Stats::default() })],
             decisions: vec![DecisionAt {
@@ -286,7 +289,7 @@ mod tests {
             })
         };
         // What the hand-written `json!` of commit d7822d1 gave for this report,
-        // and `queued_seconds` and `local_order` (new since).
+        // and `queued_seconds`, `local_order` and `clock` (new since).
         let before = json!({
             "wall_seconds": 2.0,
             "setup_seconds": 0.125,
@@ -299,6 +302,7 @@ mod tests {
             "mapping": "scatter",
             "distribution": "per-node",
             "local_order": "fifo",
+            "clock": "commits",
             "numa_alloc_global": false,
             "commits": 16,
             "aborts": 3,

@@ -78,6 +78,8 @@ pub struct RunReport {
     pub distribution: Distribution,
     /// The order each worker ran the units of its own deque in.
     pub local_order: LocalOrder,
+    /// Whether the workers' writing commits moved the STM's clock.
+    pub clock: skelaff_stm::ClockPolicy,
     /// Whether `NumaAlloc` is the global allocator, so thread policies apply
     /// to everything the program allocates.
     pub numa_alloc_global: bool,
@@ -217,7 +219,7 @@ impl fmt::Display for RunReport {
         let s = self.stats();
         writeln!(
             f,
-            "{} units in {:.3} s ({:.0} units/s) on {} threads | policy {} | mapping {} | distribution {} ({}){}",
+            "{} units in {:.3} s ({:.0} units/s) on {} threads | policy {} | mapping {} | distribution {} ({}) | clock moved by {}{}",
             self.units,
             self.wall.as_secs_f64(),
             self.units_per_second(),
@@ -226,6 +228,7 @@ impl fmt::Display for RunReport {
             self.mapping,
             self.distribution,
             self.local_order,
+            self.clock,
             if self.numa_alloc_global { "" } else { " | NumaAlloc not global: kernel thread policies used" }
         )?;
         write!(f, "commits {} aborts {}", s.commits, s.total_aborts())?;
