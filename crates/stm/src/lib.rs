@@ -50,7 +50,8 @@ pub mod assist_ring {
 pub mod loom_hooks {
     pub use crate::runtime::loom_hooks::{collect_garbage, exit_thread, without_solo_gate, without_start_fence};
 }
-pub use runtime::thread::{in_transaction, set_thread_clock, thread_clock};
+pub use runtime::clock::{set_thread_clock, thread_clock};
+pub use runtime::thread::in_transaction;
 pub use runtime::tx::Tx;
 /// `#[derive(Word)]`: a field-less enum or a single-field newtype over a
 /// `Word` as one transactional word (see the [`Word`](trait@Word) trait).

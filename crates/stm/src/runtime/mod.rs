@@ -26,6 +26,7 @@
 
 pub(crate) mod api;
 pub(crate) mod assist;
+pub(crate) mod clock;
 mod contention;
 pub(crate) mod counters;
 pub(crate) mod guard;

@@ -6,7 +6,6 @@
 use core::cell::Cell;
 
 use crate::primitive::UnsafeCell;
-use crate::raw::ClockPolicy;
 
 use super::registry::{ThreadRecord, registry};
 use super::tx::TxCore;
@@ -72,11 +71,6 @@ std::thread_local! {
     static THREAD: ThreadState = const {
         ThreadState { busy: Cell::new(false), guards: Cell::new(0), record_no: Cell::new(None), tx: UnsafeCell::new(None) }
     };
-    /// Whether this thread's writing commits move the clock
-    /// ([`set_thread_clock`]). Apart from `THREAD`, which has a destructor
-    /// and so a state to check at each access: this one is a plain
-    /// thread-local word, one load for the commit that reads it.
-    static CLOCK: Cell<ClockPolicy> = const { Cell::new(ClockPolicy::Commits) };
 }
 
 // Loom runs thread-local destructors when a model thread ends, but after the
@@ -87,7 +81,6 @@ std::thread_local! {
 loom::thread_local! {
     static THREAD: ThreadState =
         ThreadState { busy: Cell::new(false), guards: Cell::new(0), record_no: Cell::new(None), tx: UnsafeCell::new(None) };
-    static CLOCK: Cell<ClockPolicy> = Cell::new(ClockPolicy::Commits);
 }
 
 /// Runs `f` on the calling thread's state.
@@ -105,42 +98,6 @@ pub(crate) fn this_record() -> &'static ThreadRecord {
 /// on first use).
 pub(crate) fn this_owner() -> u64 {
     with_thread(|t| t.record_no() as u64 + 1)
-}
-
-/// Sets whether the calling thread's writing commits move the global clock
-/// (see [`ClockPolicy`]); returns the policy it had. Every thread starts
-/// with [`ClockPolicy::Commits`]. Threads of both policies may run side by
-/// side, and the setting may change at any time: inside a transaction, it
-/// applies from that transaction's commit on.
-///
-/// A thread's setting, not a transaction's: it costs the transactions
-/// nothing (the commit reads it), and code that runs transactions on
-/// worker threads sets it once per thread (as
-/// [`skelaff_worklist`'s `Builder::clock`](https://docs.rs/skelaff-worklist) does).
-///
-/// # Examples
-///
-/// ```
-/// use skelaff_stm::{atomically, clock, set_thread_clock, ClockPolicy, TVar, TxOps};
-///
-/// let v = TVar::new(0u64);
-/// let before = set_thread_clock(ClockPolicy::Readers);
-/// assert_eq!(before, ClockPolicy::Commits);
-/// let c = clock();
-/// atomically(|tx| tx.write(&v, 1));
-/// assert_eq!(clock(), c); // this thread's commits leave the clock alone
-/// set_thread_clock(before);
-/// assert_eq!(atomically(|tx| tx.read(&v)), 1); // a reader moved it up
-/// assert!(clock() > c);
-/// ```
-pub fn set_thread_clock(policy: ClockPolicy) -> ClockPolicy {
-    CLOCK.with(|c| c.replace(policy))
-}
-
-/// The calling thread's clock policy ([`set_thread_clock`]).
-#[inline]
-pub fn thread_clock() -> ClockPolicy {
-    CLOCK.with(Cell::get)
 }
 
 /// Whether the calling thread is inside a transaction.

@@ -19,13 +19,13 @@ use crate::txops::TxOps;
 use crate::word::{TPtr, Word};
 
 use super::assist::AssistSlot;
+use super::clock::thread_clock;
 use super::contention::Contention;
 use super::reclaim::Garbage;
 use super::registry::{ThreadRecord, registry};
 use super::retry::{self, Slots};
 use super::sampling::{AccessKind, Sampler};
 use super::solo;
-use super::thread::thread_clock;
 
 /// A running transaction, handed to the closure of
 /// [`atomically`](crate::atomically) as `&mut Tx<'tcell>`. Use it through
