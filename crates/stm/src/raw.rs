@@ -192,8 +192,8 @@ pub enum ClockPolicy {
     /// transactions read what was just written (its own last update, a
     /// list everyone walks through) runs as `Commits`; one whose
     /// transactions touch data written long ago runs as `Readers`. (A
-    /// policy of the runtime's threads: a [`TxState`] given `Auto` directly
-    /// commits as `Commits`.)
+    /// policy of the runtime's threads: the protocol's own `TxState`, given
+    /// `Auto` directly, commits as `Commits`.)
     Auto,
 }
 
