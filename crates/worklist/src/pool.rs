@@ -8,7 +8,7 @@
 //! is empty and no running unit can add more.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
@@ -276,6 +276,19 @@ impl<U: Send> Pool<U> {
         }
     }
 
+    /// Whether any queue, deque or inbox holds a unit (a worker's last look
+    /// before it sleeps; its own deque is empty then, and only it pushes
+    /// there).
+    pub(crate) fn has_work(&self) -> bool {
+        match self {
+            Pool::Shared(q) => !q.lock().is_empty(),
+            Pool::PerNode { nodes, inboxes, .. } => {
+                nodes.iter().any(|n| !n.queue.is_empty() || n.stealers.iter().any(|s| !s.is_empty()))
+                    || inboxes.iter().any(|i| !i.is_empty())
+            }
+        }
+    }
+
     /// Takes a unit for a worker: own deque, own inbox, own node, same-node
     /// workers, then other nodes.
     pub(crate) fn take(&self, local: &WorkerQueue<U>) -> Option<U> {
@@ -392,7 +405,8 @@ impl Signal {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// Something changed (new units, or the end): wakes sleepers, if any.
+    /// Something changed (new units, or the end): moves the epoch and wakes
+    /// sleepers, if any.
     #[inline]
     pub(crate) fn wake(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
@@ -402,14 +416,41 @@ impl Signal {
         }
     }
 
-    /// Sleeps until the epoch moves past `seen` (or the run stops).
-    pub(crate) fn wait(&self, seen: u64) {
-        let mut g = self.lock.lock();
+    /// A worker pushed units: wakes sleepers if one has announced itself.
+    /// The fence orders the push before the read of `sleepers`, as
+    /// [`announce`](Self::announce) orders the announcement before the
+    /// sleeper's last look: either this sees the sleeper (and moves the
+    /// epoch it waits on), or the sleeper's look sees the units.
+    #[inline]
+    pub(crate) fn published(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.wake();
+        }
+    }
+
+    /// A worker is about to sleep: counts it as a sleeper. It then notes
+    /// the [`epoch`](Self::epoch), looks for work once more, and either
+    /// [`withdraw`](Self::withdraw)s or [`sleep`](Self::sleep)s.
+    pub(crate) fn announce(&self) {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// An announced worker found work (or the end): no longer a sleeper.
+    pub(crate) fn withdraw(&self) {
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// An announced worker sleeps until the epoch moves past `seen` (or
+    /// the run stops), then withdraws.
+    pub(crate) fn sleep(&self, seen: u64) {
+        let mut g = self.lock.lock();
         while self.epoch.load(Ordering::SeqCst) == seen && !self.stop.load(Ordering::SeqCst) {
             self.cv.wait(&mut g);
         }
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(g);
+        self.withdraw();
     }
 }
 
@@ -589,22 +630,58 @@ mod tests {
     #[test]
     fn waiters_wake_on_work_and_on_the_end() {
         let s = Arc::new(Signal::new(1));
+        s.announce();
         let seen = s.epoch();
         let t = {
             let s = s.clone();
             std::thread::spawn(move || {
-                s.wait(seen);
+                s.sleep(seen);
                 s.done()
             })
         };
-        // A wait that started after the epoch moved returns at once.
+        // A sleep that starts after the epoch moved returns at once.
         assert!(s.finish_many(1));
         assert!(t.join().unwrap());
-        s.wait(seen);
+        s.announce();
+        s.sleep(seen);
         let s2 = Signal::new(3);
         s2.stop();
-        s2.wait(s2.epoch() - 1);
-        s2.wait(s2.epoch());
+        s2.announce();
+        s2.sleep(s2.epoch());
         assert!(s2.stopped());
+        assert_eq!(s.sleepers.load(Ordering::SeqCst) + s2.sleepers.load(Ordering::SeqCst), 0, "all withdrew");
+    }
+
+    #[test]
+    fn a_publish_moves_the_epoch_only_for_an_announced_sleeper() {
+        let s = Signal::new(0);
+        let e = s.epoch();
+        s.published();
+        assert_eq!(s.epoch(), e, "nobody sleeps: nothing to write");
+        s.announce();
+        s.published();
+        assert_eq!(s.epoch(), e + 1, "a sleeper: the epoch it waits on moves");
+        s.withdraw();
+    }
+
+    #[test]
+    fn has_work_sees_every_queue() {
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(1)]);
+        assert!(!pool.has_work());
+        pool.push(&locals[0], [1].into_iter());
+        assert!(pool.has_work(), "a worker's deque");
+        assert_eq!(pool.take(&locals[1]), Some(1));
+        pool.seed_routed(vec![2], |_| Some(Route::Worker(1)));
+        assert!(pool.has_work(), "an inbox");
+        assert_eq!(pool.take(&locals[0]), Some(2));
+        pool.seed(vec![3]);
+        assert!(pool.has_work(), "a node's queue");
+        assert_eq!(pool.take(&locals[1]), Some(3));
+        assert!(!pool.has_work());
+        let (shared, sl) = Pool::new(Distribution::Shared, LocalOrder::Fifo, &[None]);
+        shared.seed(vec![4]);
+        assert!(shared.has_work());
+        assert_eq!(shared.take(&sl[0]), Some(4));
+        assert!(!shared.has_work());
     }
 }
