@@ -560,6 +560,64 @@ fn units_that_name_a_worker_are_counted_at_home_when_that_worker_ran_them() {
     }
 }
 
+/// Unit 0 waits until the other worker has had time to fall asleep, then
+/// makes units 1 and 2; unit 1 waits until unit 2 has started, which only
+/// the other worker can do (unit 1's worker is busy in it). So the run ends
+/// in time only if making units 1 and 2 woke the sleeper.
+struct WakesTheSleeper {
+    started_2: std::sync::atomic::AtomicBool,
+    gave_up: std::sync::atomic::AtomicBool,
+}
+
+impl Skeleton for WakesTheSleeper {
+    type Unit = u32;
+    type Shared = ();
+    type PerWorker = ();
+
+    fn init_worker(&self, _: &(), _: &WorkerInfo) {}
+
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
+        _: &mut X,
+        &u: &u32,
+        _: &mut (),
+        _: &'t (),
+        ctx: &mut ProcessCtx<u32>,
+    ) -> Result<(), TxError> {
+        match u {
+            0 => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                ctx.add_work_unit(1);
+                ctx.add_work_unit(2);
+            }
+            1 => {
+                let began = std::time::Instant::now();
+                while !self.started_2.load(Ordering::SeqCst) {
+                    if began.elapsed() > std::time::Duration::from_secs(5) {
+                        self.gave_up.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            _ => self.started_2.store(true, Ordering::SeqCst),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn new_units_wake_a_sleeping_worker() {
+    for distribution in [Distribution::PerNode, Distribution::Shared] {
+        let skel = WakesTheSleeper { started_2: false.into(), gave_up: false.into() };
+        let mut wl = Builder::new().threads(2).distribution(distribution).build(&skel, &()).unwrap();
+        wl.add_work_units([0]);
+        let report = wl.run().unwrap();
+        assert_eq!(report.units, 3);
+        assert!(!skel.gave_up.load(Ordering::SeqCst), "{distribution:?}: the idle worker slept through units 1 and 2");
+    }
+}
+
 #[test]
 fn migration_needs_a_profile_and_reports_its_log() {
     use skelaff_locality::{Epoch, MigrationRule, Sampling};
