@@ -54,12 +54,15 @@ pub struct CommonArgs {
     /// Thread mapping: scatter, compact, none.
     #[arg(long, default_value = "scatter")]
     pub mapping: ThreadMapping,
-    /// Affinity scheduling: queue each unit on the node that holds its data,
-    /// for the applications that say where that is (kmeans: its chunk of
-    /// points; genome: its chunk of segments; labyrinth: its pair's source
-    /// cell); the others ignore it.
-    #[arg(long)]
-    pub affinity: bool,
+    /// Affinity scheduling: queue each unit where its data is, for the
+    /// applications that say where that is: on the node that holds it
+    /// (kmeans: its chunk of points; genome: its chunk of segments;
+    /// labyrinth: its pair's source cell) or with the worker that owns it
+    /// (intruder: its flow); the others ignore it. `--affinity` alone means
+    /// true. Default: the application's (true for intruder, false for the
+    /// others).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub affinity: Option<bool>,
     /// Shuffle the seed units with this seed (the paper shuffles inputs); 0 keeps their order.
     #[arg(long, default_value_t = 1)]
     pub shuffle: u64,
@@ -139,7 +142,7 @@ impl Default for CommonArgs {
             local_order: None,
             clock: None,
             mapping: ThreadMapping::Scatter,
-            affinity: false,
+            affinity: None,
             shuffle: 1,
             solo: true,
             sequential: false,
@@ -166,7 +169,7 @@ impl CommonArgs {
             .local_order(self.local_order.unwrap_or_default())
             .clock(self.clock.unwrap_or_default())
             .mapping(self.mapping)
-            .affinity_scheduling(self.affinity)
+            .affinity_scheduling(self.affinity.unwrap_or(false))
             .shuffle((self.shuffle != 0).then_some(self.shuffle))
             .solo(self.solo)
             .access_profile(self.profile.is_some().then_some(self.sampling()))
@@ -569,5 +572,17 @@ mod tests {
         assert!(with_migration.contains("cannot be used with"), "{with_migration}");
         let bad = parse(&["--profile", "p", "--oracle-after-units", "a third"]).unwrap_err();
         assert!(bad.contains("--oracle-after-units"), "{bad}");
+    }
+
+    #[test]
+    fn affinity_alone_means_true_and_takes_a_bool() {
+        assert_eq!(parse(&[]).unwrap().affinity, None, "the application decides");
+        assert_eq!(parse(&["--affinity"]).unwrap().affinity, Some(true));
+        let then_a_flag = parse(&["--affinity", "--shuffle", "0"]).unwrap();
+        assert_eq!((then_a_flag.affinity, then_a_flag.shuffle), (Some(true), 0));
+        assert_eq!(parse(&["--affinity", "false"]).unwrap().affinity, Some(false));
+        assert_eq!(parse(&["--affinity=true", "--shuffle", "0"]).unwrap().affinity, Some(true));
+        let bad = parse(&["--affinity", "sometimes"]).unwrap_err();
+        assert!(bad.contains("sometimes") && bad.contains("true"), "{bad}");
     }
 }

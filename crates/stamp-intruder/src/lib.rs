@@ -39,7 +39,8 @@ use clap::value_parser;
 
 pub use detector::{Detector, SIGNATURES};
 pub use pipeline::{
-    BadDetection, CLOCK, DetectIn, Detection, FlowProblem, MapKind, Variant, Verdict, run_sequential, run_skeleton,
+    AFFINITY, BadDetection, CLOCK, DetectIn, Detection, FlowProblem, MapKind, Variant, Verdict, run_sequential,
+    run_skeleton,
 };
 pub use stream::{Packet, Stream, StreamError, digest};
 

@@ -388,7 +388,7 @@ fn run(
     let suffix = extra.suffix();
     let common = CommonArgs {
         policy,
-        affinity,
+        affinity: affinity.then_some(true),
         migrate: extra == Extra::Migrate,
         oracle_after_units: if let Extra::Oracle(units) = extra { units } else { 0 },
         // `run_small` writes no file; the path only switches the profile on.

@@ -4,12 +4,15 @@
 //! [`Builder::affinity_scheduling`](crate::Builder::affinity_scheduling)
 //! the per-node pool queues the unit on that node, so a worker of that node
 //! runs it unless the others would otherwise idle (stealing still balances
-//! the load).
+//! the load). A program that partitions its data among the workers can name
+//! the worker instead ([`Affinity::Worker`]): the unit waits in that
+//! worker's inbox, so the partition's data stays in one core's cache (the
+//! owner-computes rule of Galois's partitioned worklists).
 //!
-//! This module holds the hint, its resolution to a node (an address is
-//! asked of the kernel, once per page, and cached for the run), and the
-//! figures a run reports: how many units named a node and how many of them
-//! ran on it.
+//! This module holds the hint, its resolution to a node or a worker (an
+//! address is asked of the kernel, once per page, and cached for the run),
+//! and the figures a run reports: how many units named a node or a worker
+//! and how many of them ran there.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -40,6 +43,14 @@ pub enum Affinity {
     /// has its page on (not resident, or a node with no worker: no
     /// preference).
     Address(usize),
+    /// The unit belongs to this worker (its index in the run, taken modulo
+    /// the run's workers): units that touch the same data name the same
+    /// worker, so the data stays in that worker's cache instead of moving
+    /// between cores at every unit (intruder's flows, a partitioned
+    /// graph). The worker takes its units in batches; another worker takes
+    /// them one at a time, and only when it has nothing else, so the load
+    /// still balances.
+    Worker(usize),
 }
 
 impl Affinity {
@@ -53,9 +64,10 @@ impl Affinity {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AffinityFigures {
     /// Units started whose hint named a node (directly, or by an address
-    /// whose page the kernel placed).
+    /// whose page the kernel placed) or a worker.
     pub hinted: u64,
-    /// Of those, units run by a worker on that node.
+    /// Of those, units run where the hint named: by a worker on that node,
+    /// or by that worker.
     pub on_home: u64,
     /// Units whose hint was an address the kernel could not place (not
     /// resident yet, or not mapped).
@@ -70,8 +82,8 @@ impl AffinityFigures {
         self.unresolved += other.unresolved;
     }
 
-    /// The share of hinted units that ran on their data's node (`None`
-    /// when no unit named one).
+    /// The share of hinted units that ran where their hint named (`None`
+    /// when no unit named a node or a worker).
     pub fn home_share(&self) -> Option<f64> {
         (self.hinted > 0).then(|| self.on_home as f64 / self.hinted as f64)
     }
@@ -82,12 +94,12 @@ impl fmt::Display for AffinityFigures {
         match self.home_share() {
             Some(s) => write!(
                 f,
-                "{} of {} hinted units ran on their data's node ({:.1}%)",
+                "{} of {} hinted units ran at home, on the node or worker their hint named ({:.1}%)",
                 self.on_home,
                 self.hinted,
                 100.0 * s
             )?,
-            None => f.write_str("no unit named its data's node")?,
+            None => f.write_str("no unit named a node or a worker")?,
         }
         if self.unresolved > 0 {
             write!(f, "; {} hints named a page the kernel could not place", self.unresolved)?;
@@ -103,6 +115,8 @@ pub(crate) enum Home {
     Anywhere,
     /// This node.
     Node(usize),
+    /// This worker (any number: the pool takes it modulo the workers).
+    Worker(usize),
     /// An address the kernel could not place.
     Unresolved,
 }
@@ -128,6 +142,7 @@ impl Resolver {
         match hint {
             Affinity::Anywhere => Home::Anywhere,
             Affinity::Node(n) => Home::Node(n),
+            Affinity::Worker(w) => Home::Worker(w),
             Affinity::Address(a) => {
                 let page = a / self.page_size;
                 let node = match self.pages.get(&page) {
@@ -193,7 +208,7 @@ mod tests {
         assert_eq!(f.home_share(), Some(0.5));
         assert_eq!(
             f.to_string(),
-            "4 of 8 hinted units ran on their data's node (50.0%); 2 hints named a page the kernel could not place"
+            "4 of 8 hinted units ran at home, on the node or worker their hint named (50.0%); 2 hints named a page the kernel could not place"
         );
         assert_eq!(AffinityFigures::default().home_share(), None);
     }

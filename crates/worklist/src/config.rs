@@ -318,11 +318,13 @@ impl Builder {
 
     /// Affinity scheduling (default off): each unit whose
     /// [`Skeleton::affinity`](crate::Skeleton::affinity) names a node (or
-    /// an address the kernel has placed) is queued on that node, seeds and
-    /// generated units alike; a worker still steals from other nodes when
-    /// its own has nothing. Only the per-node distribution has queues per
-    /// node; with [`Distribution::Shared`] the hint is ignored. What it did
-    /// is in each [`WorkerReport::affinity`](crate::WorkerReport::affinity).
+    /// an address the kernel has placed) is queued on that node, and each
+    /// unit that names a worker in that worker's inbox, seeds and generated
+    /// units alike; a worker still steals from other nodes and workers
+    /// when it has nothing of its own. Only the per-node distribution has
+    /// queues per node and per worker; with [`Distribution::Shared`] the
+    /// hint is ignored. What it did is in each
+    /// [`WorkerReport::affinity`](crate::WorkerReport::affinity).
     pub fn affinity_scheduling(mut self, on: bool) -> Self {
         self.affinity = on;
         self

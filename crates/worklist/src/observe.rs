@@ -411,6 +411,9 @@ impl<S: Skeleton, H: Hold<S>> SkelAffSwitch<'_, S, H> {
 pub(crate) struct AffinityCount<'r, S: Skeleton, H: Hold<S>> {
     state: &'r RunState<S, H>,
     node: Option<usize>,
+    /// The worker's index in the run, and the run's workers.
+    index: usize,
+    threads: usize,
     pub(crate) resolver: Resolver,
     pub(crate) figures: AffinityFigures,
 }
@@ -420,6 +423,8 @@ impl<'r, S: Skeleton, H: Hold<S>> AffinityCount<'r, S, H> {
         AffinityCount {
             state,
             node: info.node,
+            index: info.index,
+            threads: info.threads,
             resolver: Resolver::new(state.settings.page_size),
             figures: AffinityFigures::default(),
         }
@@ -434,6 +439,10 @@ impl<S: Skeleton, H: Hold<S>> UnitObserver<S::Unit> for AffinityCount<'_, S, H> 
                 Home::Node(n) => {
                     self.figures.hinted += 1;
                     self.figures.on_home += u64::from(self.node == Some(n));
+                }
+                Home::Worker(w) => {
+                    self.figures.hinted += 1;
+                    self.figures.on_home += u64::from(w % self.threads.max(1) == self.index);
                 }
                 Home::Unresolved => self.figures.unresolved += 1,
                 Home::Anywhere => {}

@@ -8,7 +8,7 @@
 //! is empty and no running unit can add more.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
@@ -91,17 +91,45 @@ fn unknown_distribution(given: &str) -> crate::error::Error {
 /// A worker's end of the pool.
 pub(crate) enum WorkerQueue<U> {
     Shared,
-    PerNode { deque: Worker<U>, node: usize },
+    PerNode {
+        deque: Worker<U>,
+        /// Its node's entry in the pool's list.
+        node: usize,
+        /// Its own index among the run's workers (its inbox).
+        index: usize,
+    },
+}
+
+/// Where a routed unit goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The queue of this entry of the pool's node list ([`Pool::queue_of`]).
+    Node(usize),
+    /// The inbox of this worker (any number; taken modulo the workers).
+    Worker(usize),
+}
+
+/// One node's part of the per-node pool.
+pub(crate) struct NodeQueues<U> {
+    /// Units for any worker of the node.
+    queue: Injector<U>,
+    /// Its workers' deques, to steal from.
+    stealers: Vec<Stealer<U>>,
+    /// Its workers' indices (their inboxes).
+    workers: Vec<usize>,
 }
 
 pub(crate) enum Pool<U> {
     Shared(Mutex<VecDeque<U>>),
     PerNode {
-        /// Per node (index into this list, not the kernel number): its queue
-        /// and the stealers of its workers.
-        nodes: Vec<(Injector<U>, Vec<Stealer<U>>)>,
+        /// Per node (index into this list, not the kernel number).
+        nodes: Vec<NodeQueues<U>>,
         /// The label (kernel node) of each entry of `nodes`, sorted.
         labels: Vec<Option<usize>>,
+        /// Per worker, the units routed to it by name
+        /// ([`Route::Worker`]): only it takes them in batches; others
+        /// take one at a time, and only when they have nothing else.
+        inboxes: Vec<CachePadded<Injector<U>>>,
     },
 }
 
@@ -121,21 +149,26 @@ impl<U: Send> Pool<U> {
                 let mut labels: Vec<Option<usize>> = worker_nodes.to_vec();
                 labels.sort_unstable();
                 labels.dedup();
-                let mut nodes: Vec<(Injector<U>, Vec<Stealer<U>>)> =
-                    labels.iter().map(|_| (Injector::new(), Vec::new())).collect();
+                let mut nodes: Vec<NodeQueues<U>> = labels
+                    .iter()
+                    .map(|_| NodeQueues { queue: Injector::new(), stealers: Vec::new(), workers: Vec::new() })
+                    .collect();
                 let locals = worker_nodes
                     .iter()
-                    .map(|label| {
+                    .enumerate()
+                    .map(|(index, label)| {
                         let node = labels.binary_search(label).unwrap_or(0);
                         let deque = match order {
                             LocalOrder::Fifo => Worker::new_fifo(),
                             LocalOrder::Lifo => Worker::new_lifo(),
                         };
-                        nodes[node].1.push(deque.stealer());
-                        WorkerQueue::PerNode { deque, node }
+                        nodes[node].stealers.push(deque.stealer());
+                        nodes[node].workers.push(index);
+                        WorkerQueue::PerNode { deque, node, index }
                     })
                     .collect();
-                (Pool::PerNode { nodes, labels }, locals)
+                let inboxes = worker_nodes.iter().map(|_| CachePadded::new(Injector::new())).collect();
+                (Pool::PerNode { nodes, labels, inboxes }, locals)
             }
         }
     }
@@ -149,33 +182,53 @@ impl<U: Send> Pool<U> {
         }
     }
 
-    /// Adds seed units: each unit `home` gives a queue for goes there (see
-    /// [`queue_of`](Self::queue_of)); the rest are dealt as [`seed`](Self::seed) deals.
-    pub(crate) fn seed_routed(&self, units: Vec<U>, mut home: impl FnMut(&U) -> Option<usize>) {
-        let Pool::PerNode { nodes, .. } = self else { return self.seed(units) };
+    /// The injector `route` names, if this pool has it (the shared pool
+    /// has none; a worker number is taken modulo the workers).
+    fn injector(&self, route: Route) -> Option<&Injector<U>> {
+        match (self, route) {
+            (Pool::Shared(_), _) => None,
+            (Pool::PerNode { nodes, .. }, Route::Node(q)) => nodes.get(q).map(|n| &n.queue),
+            (Pool::PerNode { inboxes, .. }, Route::Worker(w)) => {
+                inboxes.get(w.checked_rem(inboxes.len())?).map(|i| &**i)
+            }
+        }
+    }
+
+    /// Adds seed units: each unit `home` gives a route for goes there (see
+    /// [`Route`]); the rest are dealt as [`seed`](Self::seed) deals.
+    pub(crate) fn seed_routed(&self, units: Vec<U>, mut home: impl FnMut(&U) -> Option<Route>) {
+        if let Pool::Shared(_) = self {
+            return self.seed(units);
+        }
         let mut rest = Vec::new();
         for u in units {
-            match home(&u).and_then(|q| nodes.get(q)) {
-                Some((inj, _)) => inj.push(u),
+            match home(&u).and_then(|r| self.injector(r)) {
+                Some(inj) => inj.push(u),
                 None => rest.push(u),
             }
         }
         self.seed(rest);
     }
 
-    /// Adds units a worker's transaction produced: a unit `home` gives
-    /// another node's queue for goes there, the rest as [`push`](Self::push) adds them.
+    /// Adds units a worker's transaction produced: a unit `home` routes to
+    /// another node's queue or another worker's inbox goes there, the rest
+    /// as [`push`](Self::push) adds them.
     pub(crate) fn push_routed(
         &self,
         local: &WorkerQueue<U>,
         units: impl Iterator<Item = U>,
-        mut home: impl FnMut(&U) -> Option<usize>,
+        mut home: impl FnMut(&U) -> Option<Route>,
     ) {
         match (self, local) {
-            (Pool::PerNode { nodes, .. }, WorkerQueue::PerNode { deque, node }) => {
+            (Pool::PerNode { inboxes, .. }, WorkerQueue::PerNode { deque, node, index }) => {
                 for u in units {
-                    match home(&u).filter(|q| q != node).and_then(|q| nodes.get(q)) {
-                        Some((inj, _)) => inj.push(u),
+                    let away = match home(&u) {
+                        Some(Route::Node(q)) if q == *node => None,
+                        Some(Route::Worker(w)) if w % inboxes.len() == *index => None,
+                        other => other.and_then(|r| self.injector(r)),
+                    };
+                    match away {
+                        Some(inj) => inj.push(u),
                         None => deque.push(u),
                     }
                 }
@@ -194,21 +247,21 @@ impl<U: Send> Pool<U> {
         match self {
             Pool::Shared(q) => q.lock().extend(units),
             Pool::PerNode { nodes, .. } => {
-                let workers: usize = nodes.iter().map(|n| n.1.len()).sum::<usize>().max(1);
+                let workers: usize = nodes.iter().map(|n| n.stealers.len()).sum::<usize>().max(1);
                 let total = units.len();
                 let mut it = units.into_iter();
                 let mut given = 0;
                 let mut seen_workers = 0;
-                for (inj, stealers) in nodes {
-                    seen_workers += stealers.len();
+                for n in nodes {
+                    seen_workers += n.stealers.len();
                     let upto = total * seen_workers / workers;
                     for u in it.by_ref().take(upto - given) {
-                        inj.push(u);
+                        n.queue.push(u);
                     }
                     given = upto;
                 }
-                if let Some((inj, _)) = nodes.last() {
-                    it.for_each(|u| inj.push(u));
+                if let Some(n) = nodes.last() {
+                    it.for_each(|u| n.queue.push(u));
                 }
             }
         }
@@ -219,42 +272,66 @@ impl<U: Send> Pool<U> {
         match (self, local) {
             (Pool::Shared(q), _) => q.lock().extend(units),
             (Pool::PerNode { .. }, WorkerQueue::PerNode { deque, .. }) => units.for_each(|u| deque.push(u)),
-            (Pool::PerNode { nodes, .. }, WorkerQueue::Shared) => units.for_each(|u| nodes[0].0.push(u)),
+            (Pool::PerNode { nodes, .. }, WorkerQueue::Shared) => units.for_each(|u| nodes[0].queue.push(u)),
         }
     }
 
-    /// Takes a unit for a worker: own deque, own node, same-node workers,
-    /// then other nodes.
+    /// Whether any queue, deque or inbox holds a unit (a worker's last look
+    /// before it sleeps; its own deque is empty then, and only it pushes
+    /// there).
+    pub(crate) fn has_work(&self) -> bool {
+        match self {
+            Pool::Shared(q) => !q.lock().is_empty(),
+            Pool::PerNode { nodes, inboxes, .. } => {
+                nodes.iter().any(|n| !n.queue.is_empty() || n.stealers.iter().any(|s| !s.is_empty()))
+                    || inboxes.iter().any(|i| !i.is_empty())
+            }
+        }
+    }
+
+    /// Takes a unit for a worker: own deque, own inbox, own node, same-node
+    /// workers, then other nodes.
     pub(crate) fn take(&self, local: &WorkerQueue<U>) -> Option<U> {
         match (self, local) {
             (Pool::Shared(q), _) => q.lock().pop_front(),
-            (Pool::PerNode { nodes, .. }, WorkerQueue::PerNode { deque, node }) => deque.pop().or_else(|| {
-                let order = (0..nodes.len()).map(|i| (node + i) % nodes.len());
-                for n in order {
-                    let (inj, stealers) = &nodes[n];
-                    loop {
-                        // From its own node a worker takes a batch; from
-                        // another node only the unit it runs now, so the
-                        // rest stays for that node's workers (a thief that
-                        // took half a remote queue ran it all away from its
-                        // data, and routed units lost their home).
-                        let found = if n == *node {
-                            inj.steal_batch_and_pop(deque)
-                                .or_else(|| stealers.iter().map(|s| s.steal_batch_and_pop(deque)).collect::<Steal<U>>())
-                        } else {
-                            inj.steal().or_else(|| stealers.iter().map(Stealer::steal).collect::<Steal<U>>())
-                        };
-                        match found {
-                            Steal::Success(u) => return Some(u),
-                            Steal::Empty => break,
-                            Steal::Retry => continue,
+            (Pool::PerNode { nodes, inboxes, .. }, WorkerQueue::PerNode { deque, node, index }) => {
+                deque.pop().or_else(|| {
+                    let order = (0..nodes.len()).map(|i| (node + i) % nodes.len());
+                    for n in order {
+                        let here = &nodes[n];
+                        loop {
+                            // From its own inbox and its own node a worker
+                            // takes a batch; from another worker's inbox or
+                            // another node only the unit it runs now, so
+                            // the rest stays where it was routed (a thief
+                            // that took half a remote queue ran it all away
+                            // from its data, and routed units lost their
+                            // home).
+                            let found = if n == *node {
+                                let others = || here.workers.iter().filter(|&&w| w != *index);
+                                inboxes[*index]
+                                    .steal_batch_and_pop(deque)
+                                    .or_else(|| here.queue.steal_batch_and_pop(deque))
+                                    .or_else(|| here.stealers.iter().map(|s| s.steal_batch_and_pop(deque)).collect())
+                                    .or_else(|| others().map(|&w| inboxes[w].steal()).collect())
+                            } else {
+                                here.queue
+                                    .steal()
+                                    .or_else(|| here.stealers.iter().map(Stealer::steal).collect())
+                                    .or_else(|| here.workers.iter().map(|&w| inboxes[w].steal()).collect())
+                            };
+                            match found {
+                                Steal::Success(u) => return Some(u),
+                                Steal::Empty => break,
+                                Steal::Retry => continue,
+                            }
                         }
                     }
-                }
-                None
-            }),
+                    None
+                })
+            }
             (Pool::PerNode { nodes, .. }, WorkerQueue::Shared) => loop {
-                match nodes[0].0.steal() {
+                match nodes[0].queue.steal() {
                     Steal::Success(u) => return Some(u),
                     Steal::Empty => return None,
                     Steal::Retry => continue,
@@ -328,7 +405,8 @@ impl Signal {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// Something changed (new units, or the end): wakes sleepers, if any.
+    /// Something changed (new units, or the end): moves the epoch and wakes
+    /// sleepers, if any.
     #[inline]
     pub(crate) fn wake(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
@@ -338,14 +416,41 @@ impl Signal {
         }
     }
 
-    /// Sleeps until the epoch moves past `seen` (or the run stops).
-    pub(crate) fn wait(&self, seen: u64) {
-        let mut g = self.lock.lock();
+    /// A worker pushed units: wakes sleepers if one has announced itself.
+    /// The fence orders the push before the read of `sleepers`, as
+    /// [`announce`](Self::announce) orders the announcement before the
+    /// sleeper's last look: either this sees the sleeper (and moves the
+    /// epoch it waits on), or the sleeper's look sees the units.
+    #[inline]
+    pub(crate) fn published(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.wake();
+        }
+    }
+
+    /// A worker is about to sleep: counts it as a sleeper. It then notes
+    /// the [`epoch`](Self::epoch), looks for work once more, and either
+    /// [`withdraw`](Self::withdraw)s or [`sleep`](Self::sleep)s.
+    pub(crate) fn announce(&self) {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// An announced worker found work (or the end): no longer a sleeper.
+    pub(crate) fn withdraw(&self) {
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// An announced worker sleeps until the epoch moves past `seen` (or
+    /// the run stops), then withdraws.
+    pub(crate) fn sleep(&self, seen: u64) {
+        let mut g = self.lock.lock();
         while self.epoch.load(Ordering::SeqCst) == seen && !self.stop.load(Ordering::SeqCst) {
             self.cv.wait(&mut g);
         }
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(g);
+        self.withdraw();
     }
 }
 
@@ -406,7 +511,7 @@ mod tests {
         let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(4), Some(7)]);
         assert_eq!((pool.queue_of(4), pool.queue_of(7), pool.queue_of(9)), (Some(0), Some(1), None));
         // Even units live on node 7, odd ones on no node with a worker.
-        let home = |u: &i32| if u % 2 == 0 { pool.queue_of(7) } else { pool.queue_of(9) };
+        let home = |u: &i32| if u % 2 == 0 { pool.queue_of(7) } else { pool.queue_of(9) }.map(Route::Node);
         pool.seed_routed((0..8).collect(), home);
         // Worker 1 (node 7) finds exactly the even units in its node's queue.
         let mut mine = Vec::new();
@@ -423,15 +528,15 @@ mod tests {
         // A unit worker 0 generates for node 7 goes to node 7's queue; one
         // for its own node stays on its deque.
         let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(4), Some(7)]);
-        pool.push_routed(&locals[0], [100, 101].into_iter(), |u| if *u == 100 { Some(1) } else { Some(0) });
+        pool.push_routed(&locals[0], [100, 101].into_iter(), |u| Some(Route::Node(if *u == 100 { 1 } else { 0 })));
         assert_eq!(pool.take(&locals[1]), Some(100));
         assert_eq!(pool.take(&locals[0]), Some(101));
         assert_eq!(pool.take(&locals[1]), None, "101 was never in node 7's queue");
         // The shared pool has no node queues: routing changes nothing.
         let (shared, sl) = Pool::new(Distribution::Shared, LocalOrder::Fifo, &[Some(4)]);
         assert_eq!(shared.queue_of(4), None);
-        shared.seed_routed(vec![1, 2], |_| Some(0));
-        shared.push_routed(&sl[0], [3].into_iter(), |_| Some(0));
+        shared.seed_routed(vec![1, 2], |_| Some(Route::Node(0)));
+        shared.push_routed(&sl[0], [3].into_iter(), |_| Some(Route::Worker(0)));
         let got: Vec<i32> = std::iter::from_fn(|| shared.take(&sl[0])).collect();
         assert_eq!(got, [1, 2, 3]);
     }
@@ -440,7 +545,7 @@ mod tests {
     fn a_worker_takes_one_unit_at_a_time_from_another_node() {
         // Worker 0 on node 0, worker 1 on node 1; every unit lives on node 0.
         let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(1)]);
-        pool.seed_routed((0..40).collect(), |_| pool.queue_of(0));
+        pool.seed_routed((0..40).collect(), |_| pool.queue_of(0).map(Route::Node));
         // Worker 1's own node has nothing: it takes one remote unit, not a batch.
         assert_eq!(pool.take(&locals[1]), Some(0));
         assert!(matches!(&locals[1], WorkerQueue::PerNode { deque, .. } if deque.is_empty()));
@@ -460,24 +565,123 @@ mod tests {
     }
 
     #[test]
+    fn units_routed_to_a_worker_wait_in_its_inbox_and_others_take_them_one_at_a_time() {
+        // Two workers of one node, one of another.
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(0), Some(1)]);
+        // Units 0..60 belong to worker 1, 100..110 to worker 5 = worker 2
+        // (modulo the workers); 200.. go anywhere.
+        let home = |u: &i32| match *u {
+            0..60 => Some(Route::Worker(1)),
+            100..110 => Some(Route::Worker(5)),
+            _ => None,
+        };
+        pool.seed_routed((0..60).chain(100..110).chain(200..204).collect(), home);
+        // Worker 1 takes its own first, in order, in a batch.
+        assert_eq!(pool.take(&locals[1]), Some(0));
+        assert!(matches!(&locals[1], WorkerQueue::PerNode { deque, .. } if !deque.is_empty()));
+        // Worker 2 (the other node) finds its inbox's units before anything else.
+        assert_eq!(pool.take(&locals[2]), Some(100));
+        // Worker 0 has no inbox units: its node's queue first (the unrouted
+        // ones were dealt two to node 0, one to node 1).
+        let mine: Vec<i32> = (0..2).filter_map(|_| pool.take(&locals[0])).collect();
+        assert_eq!(mine, [200, 201]);
+        // Then it steals from worker 1, whose deque and inbox hold the rest
+        // of 0..60.
+        let stolen = pool.take(&locals[0]).unwrap();
+        assert!((1..60).contains(&stolen), "took {stolen}");
+        // Everything comes out exactly once.
+        let mut all = vec![0, 100, 200, 201, stolen];
+        for w in [1, 2, 0] {
+            while let Some(u) = pool.take(&locals[w]) {
+                all.push(u);
+            }
+        }
+        all.sort_unstable();
+        let want: Vec<i32> = (0..60).chain(100..110).chain(200..204).collect();
+        assert_eq!(all, want);
+        // A unit worker 0 makes for worker 1 goes to worker 1's inbox; one
+        // for itself (by number, modulo the workers) stays on its deque.
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(0), Some(1)]);
+        pool.push_routed(&locals[0], [300, 301].into_iter(), |u| Some(Route::Worker(if *u == 300 { 1 } else { 3 })));
+        assert!(matches!(&locals[0], WorkerQueue::PerNode { deque, .. } if deque.len() == 1));
+        assert_eq!(pool.take(&locals[1]), Some(300));
+        assert_eq!(pool.take(&locals[0]), Some(301));
+        // The shared pool has no inboxes: a worker route changes nothing.
+        let (shared, sl) = Pool::new(Distribution::Shared, LocalOrder::Fifo, &[None, None]);
+        shared.seed_routed(vec![1, 2], |_| Some(Route::Worker(1)));
+        assert_eq!(shared.take(&sl[0]), Some(1));
+    }
+
+    #[test]
+    fn a_thief_takes_one_unit_from_another_workers_inbox() {
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(0)]);
+        pool.seed_routed((0..40).collect(), |_| Some(Route::Worker(0)));
+        let mut taken = Vec::new();
+        while let Some(u) = pool.take(&locals[1]) {
+            assert!(
+                matches!(&locals[1], WorkerQueue::PerNode { deque, .. } if deque.is_empty()),
+                "worker 1 batched worker 0's units (after unit {u})"
+            );
+            taken.push(u);
+        }
+        assert_eq!(taken, (0..40).collect::<Vec<i32>>());
+    }
+
+    #[test]
     fn waiters_wake_on_work_and_on_the_end() {
         let s = Arc::new(Signal::new(1));
+        s.announce();
         let seen = s.epoch();
         let t = {
             let s = s.clone();
             std::thread::spawn(move || {
-                s.wait(seen);
+                s.sleep(seen);
                 s.done()
             })
         };
-        // A wait that started after the epoch moved returns at once.
+        // A sleep that starts after the epoch moved returns at once.
         assert!(s.finish_many(1));
         assert!(t.join().unwrap());
-        s.wait(seen);
+        s.announce();
+        s.sleep(seen);
         let s2 = Signal::new(3);
         s2.stop();
-        s2.wait(s2.epoch() - 1);
-        s2.wait(s2.epoch());
+        s2.announce();
+        s2.sleep(s2.epoch());
         assert!(s2.stopped());
+        assert_eq!(s.sleepers.load(Ordering::SeqCst) + s2.sleepers.load(Ordering::SeqCst), 0, "all withdrew");
+    }
+
+    #[test]
+    fn a_publish_moves_the_epoch_only_for_an_announced_sleeper() {
+        let s = Signal::new(0);
+        let e = s.epoch();
+        s.published();
+        assert_eq!(s.epoch(), e, "nobody sleeps: nothing to write");
+        s.announce();
+        s.published();
+        assert_eq!(s.epoch(), e + 1, "a sleeper: the epoch it waits on moves");
+        s.withdraw();
+    }
+
+    #[test]
+    fn has_work_sees_every_queue() {
+        let (pool, locals) = Pool::new(Distribution::PerNode, LocalOrder::Fifo, &[Some(0), Some(1)]);
+        assert!(!pool.has_work());
+        pool.push(&locals[0], [1].into_iter());
+        assert!(pool.has_work(), "a worker's deque");
+        assert_eq!(pool.take(&locals[1]), Some(1));
+        pool.seed_routed(vec![2], |_| Some(Route::Worker(1)));
+        assert!(pool.has_work(), "an inbox");
+        assert_eq!(pool.take(&locals[0]), Some(2));
+        pool.seed(vec![3]);
+        assert!(pool.has_work(), "a node's queue");
+        assert_eq!(pool.take(&locals[1]), Some(3));
+        assert!(!pool.has_work());
+        let (shared, sl) = Pool::new(Distribution::Shared, LocalOrder::Fifo, &[None]);
+        shared.seed(vec![4]);
+        assert!(shared.has_work());
+        assert_eq!(shared.take(&sl[0]), Some(4));
+        assert!(!shared.has_work());
     }
 }

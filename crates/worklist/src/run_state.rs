@@ -17,7 +17,7 @@ use crate::affinity::{Home, Resolver};
 use crate::assist::Assist;
 use crate::config::PagePolicy;
 use crate::moves::PageMover;
-use crate::pool::{Pool, Signal};
+use crate::pool::{Pool, Route, Signal};
 use crate::report::{Decision, DecisionAt};
 use crate::skeleton::Skeleton;
 
@@ -198,9 +198,10 @@ impl<S: Skeleton, H: Hold<S>> RunState<S, H> {
 
     /// The queue of the node `unit`'s data is on, when affinity scheduling
     /// names one.
-    pub(crate) fn home_queue(&self, resolver: &mut Resolver, unit: &S::Unit) -> Option<usize> {
+    pub(crate) fn home_queue(&self, resolver: &mut Resolver, unit: &S::Unit) -> Option<Route> {
         match resolver.home(self.skeleton().affinity(unit, self.shared())) {
-            Home::Node(n) => self.pool.queue_of(n),
+            Home::Node(n) => self.pool.queue_of(n).map(Route::Node),
+            Home::Worker(w) => Some(Route::Worker(w)),
             Home::Anywhere | Home::Unresolved => None,
         }
     }

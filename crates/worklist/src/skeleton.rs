@@ -135,7 +135,8 @@ pub trait Skeleton: Sync {
 
     /// Where `unit`'s data lives, for affinity scheduling
     /// ([`Builder::affinity_scheduling`](crate::Builder::affinity_scheduling)):
-    /// the per-node pool queues the unit on that node. Called outside any
+    /// the per-node pool queues the unit on that node, or in that worker's
+    /// inbox ([`Affinity::Worker`]). Called outside any
     /// transaction, when the unit is added and when a worker starts it;
     /// keep it cheap (an index computation, an address). The default says
     /// [`Affinity::Anywhere`].

@@ -496,8 +496,125 @@ fn affinity_scheduling_counts_where_hinted_units_ran() {
         if report.workers.iter().all(|w| w.node == Some(node)) {
             assert_eq!(a.on_home, 400, "{a}");
         }
-        assert!(report.to_string().contains("hinted units ran on their data's node"), "{report}");
+        assert!(report.to_string().contains("hinted units ran at home"), "{report}");
         assert_eq!(report.to_json()["affinity"]["hinted"], 400);
+    }
+}
+
+/// Units that each belong to a worker (`u` to worker `u`, modulo the
+/// workers), recording which worker ran them; the first half make a child
+/// for the next worker.
+struct Owned {
+    ran_by: Vec<TVar<u64>>,
+}
+
+impl Skeleton for Owned {
+    type Unit = u64;
+    type Shared = ();
+    type PerWorker = u64;
+
+    fn init_worker(&self, _: &(), info: &WorkerInfo) -> u64 {
+        info.index as u64
+    }
+
+    fn affinity(&self, &u: &u64, _: &()) -> skelaff_worklist::Affinity {
+        skelaff_worklist::Affinity::Worker(u as usize)
+    }
+
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
+        tx: &mut X,
+        &u: &u64,
+        me: &mut u64,
+        _: &'t (),
+        ctx: &mut ProcessCtx<u64>,
+    ) -> Result<(), TxError> {
+        let half = self.ran_by.len() as u64 / 2;
+        if u < half {
+            ctx.add_work_unit(u + half);
+        }
+        let slot = &self.ran_by[u as usize];
+        let before = tx.read(slot)?;
+        tx.write(slot, before * 1000 + *me + 1)
+    }
+}
+
+#[test]
+fn units_that_name_a_worker_are_counted_at_home_when_that_worker_ran_them() {
+    for threads in [1, 2, 3] {
+        let skel = Owned { ran_by: (0..600).map(|_| TVar::new(0)).collect() };
+        let mut wl = Builder::new().threads(threads).affinity_scheduling(true).build(&skel, &()).unwrap();
+        wl.add_work_units(0..300);
+        let report = wl.run().unwrap();
+        assert_eq!(report.units, 600);
+        let ran_by: Vec<u64> = skel.ran_by.iter().map(TVar::load).collect();
+        // Every unit ran exactly once (a second run would have made the
+        // slot 1000 times larger).
+        assert!(ran_by.iter().all(|&w| (1..=threads as u64).contains(&w)), "{threads} workers: {ran_by:?}");
+        let at_home = ran_by.iter().enumerate().filter(|&(u, &w)| (u % threads) as u64 + 1 == w).count();
+        let a = report.affinity();
+        assert_eq!((a.hinted, a.on_home, a.unresolved), (600, at_home as u64, 0), "{threads} workers: {a}");
+        if threads == 1 {
+            assert_eq!(a.on_home, 600, "one worker owns everything");
+        }
+    }
+}
+
+/// Unit 0 waits until the other worker has had time to fall asleep, then
+/// makes units 1 and 2; unit 1 waits until unit 2 has started, which only
+/// the other worker can do (unit 1's worker is busy in it). So the run ends
+/// in time only if making units 1 and 2 woke the sleeper.
+struct WakesTheSleeper {
+    started_2: std::sync::atomic::AtomicBool,
+    gave_up: std::sync::atomic::AtomicBool,
+}
+
+impl Skeleton for WakesTheSleeper {
+    type Unit = u32;
+    type Shared = ();
+    type PerWorker = ();
+
+    fn init_worker(&self, _: &(), _: &WorkerInfo) {}
+
+    fn process<'t, X: TxOps<'t>>(
+        &'t self,
+        _: &mut X,
+        &u: &u32,
+        _: &mut (),
+        _: &'t (),
+        ctx: &mut ProcessCtx<u32>,
+    ) -> Result<(), TxError> {
+        match u {
+            0 => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                ctx.add_work_unit(1);
+                ctx.add_work_unit(2);
+            }
+            1 => {
+                let began = std::time::Instant::now();
+                while !self.started_2.load(Ordering::SeqCst) {
+                    if began.elapsed() > std::time::Duration::from_secs(5) {
+                        self.gave_up.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            _ => self.started_2.store(true, Ordering::SeqCst),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn new_units_wake_a_sleeping_worker() {
+    for distribution in [Distribution::PerNode, Distribution::Shared] {
+        let skel = WakesTheSleeper { started_2: false.into(), gave_up: false.into() };
+        let mut wl = Builder::new().threads(2).distribution(distribution).build(&skel, &()).unwrap();
+        wl.add_work_units([0]);
+        let report = wl.run().unwrap();
+        assert_eq!(report.units, 3);
+        assert!(!skel.gave_up.load(Ordering::SeqCst), "{distribution:?}: the idle worker slept through units 1 and 2");
     }
 }
 
