@@ -196,8 +196,9 @@ impl<S: Skeleton, H: Hold<S>> RunState<S, H> {
         self.outcome.decisions.lock().push(DecisionAt { at: self.start.elapsed(), worker, decision });
     }
 
-    /// The queue of the node `unit`'s data is on, when affinity scheduling
-    /// names one.
+    /// Where affinity scheduling sends `unit`: the queue of the node its
+    /// data is on, or the inbox of the worker it names (`None`: no
+    /// preference, or a node with no worker).
     pub(crate) fn home_queue(&self, resolver: &mut Resolver, unit: &S::Unit) -> Option<Route> {
         match resolver.home(self.skeleton().affinity(unit, self.shared())) {
             Home::Node(n) => self.pool.queue_of(n).map(Route::Node),
