@@ -224,7 +224,7 @@ impl<U: Send> Pool<U> {
                 for u in units {
                     let away = match home(&u) {
                         Some(Route::Node(q)) if q == *node => None,
-                        Some(Route::Worker(w)) if w % inboxes.len() == *index => None,
+                        Some(Route::Worker(w)) if w.checked_rem(inboxes.len()) == Some(*index) => None,
                         other => other.and_then(|r| self.injector(r)),
                     };
                     match away {
