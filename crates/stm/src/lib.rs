@@ -48,7 +48,9 @@ pub mod assist_ring {
 /// Hooks for the loom models (loom builds only).
 #[cfg(loom)]
 pub mod loom_hooks {
-    pub use crate::runtime::loom_hooks::{collect_garbage, exit_thread, without_solo_gate, without_start_fence};
+    pub use crate::runtime::loom_hooks::{
+        collect_garbage, exit_thread, solo_allocs_dropped_at_once, without_solo_gate, without_start_fence,
+    };
 }
 pub use runtime::clock::{set_thread_clock, thread_clock};
 pub use runtime::thread::in_transaction;

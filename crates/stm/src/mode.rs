@@ -33,10 +33,10 @@
 //! [`Solo`] is for a thread that runs transactions alone: a worklist run
 //! with one worker. While the thread holds the [solo gate](crate::solo)
 //! (which keeps every other transaction of the process out), its attempts
-//! read words directly, buffer writes as always and write them back at
-//! commit without locking, advancing the clock or validating; without the
-//! gate (never taken, or given back because another thread wanted to run
-//! a transaction) they are plain.
+//! read words directly without recording them, write in place with an
+//! undo log, and commit without locking, advancing the clock or
+//! validating; without the gate (never taken, or given back because
+//! another thread wanted to run a transaction) they are plain.
 //!
 //! Code generic over [`TxOps`](crate::TxOps) (the collections, a
 //! worklist's `process`) runs in every mode unchanged; a caller that picks

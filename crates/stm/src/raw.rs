@@ -382,6 +382,111 @@ impl Default for Engine {
     }
 }
 
+/// The undo log of a solo attempt, which writes its words in place: each
+/// write stores the new value at once and logs the word with the value it
+/// replaced; a commit forgets the log, a rollback stores the old values
+/// back, newest first (so a word written twice gets its value from before
+/// the first write). Reads need no write-set lookup: the word holds the
+/// attempt's own latest value.
+///
+/// Only sound while no other thread runs a transaction or stores to the
+/// words (the solo gate): another transaction would read values that may
+/// still be rolled back, with versions that say nothing changed. Loads
+/// outside transactions ([`TVar::load`](crate::TVar::load), epoch-guard
+/// readers) may see such values; see the `solo` module for why objects
+/// they can reach that way are retired, not dropped, on rollback.
+///
+/// # Type invariant
+///
+/// Every logged word was written by [`UndoLog::write`] in the attempt that
+/// runs now, whose caller keeps it alive and in place until the attempt
+/// ends; the log is emptied ([`UndoLog::undo`] or [`UndoLog::forget`])
+/// before then.
+#[derive(Debug)]
+pub struct UndoLog {
+    entries: Vec<(*const VWord, u64)>,
+}
+
+impl Default for UndoLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl UndoLog {
+    /// An empty log.
+    pub const fn new() -> Self {
+        UndoLog { entries: Vec::new() }
+    }
+
+    /// Words written since the log was last emptied (a word written twice
+    /// counts twice).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was written since the log was last emptied.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Stores `value` into `w` in place, logging the value it replaces.
+    ///
+    /// # Safety
+    ///
+    /// `w` stays alive and in place until this log is emptied (the attempt
+    /// ends), and no other thread runs a transaction or stores to `w`
+    /// meanwhile (the solo gate is held).
+    #[inline(always)]
+    pub unsafe fn write(&mut self, w: &VWord, value: u64) {
+        let old = w.value.load(Ordering::Relaxed);
+        self.entries.push((w, old));
+        // Release: an object linked by this store was initialised before
+        // it, for a reader outside transactions that loads the link with
+        // acquire (as after a commit's write-back).
+        w.value.store(value, Ordering::Release);
+    }
+
+    /// Stores every logged word's old value back, newest first, and
+    /// empties the log.
+    ///
+    /// # Safety
+    ///
+    /// No other thread runs a transaction or stores to the logged words
+    /// until this returns (the solo gate is still held).
+    #[inline]
+    pub unsafe fn undo(&mut self) {
+        for &(w, old) in self.entries.iter().rev() {
+            // SAFETY: the type invariant: the word is alive and in place
+            // until the log is emptied, which is what this call does.
+            unsafe { &*w }.value.store(old, Ordering::Release);
+        }
+        self.entries.clear();
+    }
+
+    /// Calls `f` with each logged word's lock (unchanged: a solo attempt
+    /// locks nothing), for the wake slots of transactions waiting in
+    /// `retry`.
+    #[inline]
+    pub fn each_lock(&self, mut f: impl FnMut(&AtomicU64)) {
+        for &(w, _) in &self.entries {
+            // SAFETY: the type invariant: alive until the log is emptied.
+            f(&unsafe { &*w }.lock);
+        }
+    }
+
+    /// Empties the log, keeping the new values (the attempt committed).
+    /// Returns how many words were written.
+    #[inline(always)]
+    pub fn forget(&mut self) -> usize {
+        let n = self.entries.len();
+        self.entries.clear();
+        n
+    }
+}
+
 /// One entry of the redo log.
 #[derive(Debug, Clone, Copy)]
 struct WEntry {
@@ -688,26 +793,6 @@ impl TxState {
         self.read_unlogged_slow(w)
     }
 
-    /// Reads `w` in a solo attempt: as [`TxState::read`] (the write set,
-    /// then the word, recorded in the read set) without its lock and
-    /// version checks, which hold anyway while no other thread commits or
-    /// stores (the solo gate). So the attempt can go on plain, and be
-    /// validated, if the gate is given back midway.
-    ///
-    /// # Safety
-    ///
-    /// As [`TxState::read`].
-    #[inline(always)]
-    pub unsafe fn read_solo(&mut self, w: &VWord) -> u64 {
-        if !self.writes.is_empty() {
-            if let Some(i) = self.writes.find(w as *const VWord as usize) {
-                return self.writes.entries[i].value;
-            }
-        }
-        self.reads.push(&w.lock);
-        w.value.load(Ordering::Acquire)
-    }
-
     #[inline(never)]
     fn read_unlogged_slow(&self, w: &VWord) -> Result<u64, AbortReason> {
         let (v, l) = consistent_load(w)?;
@@ -865,7 +950,7 @@ impl TxState {
     /// against the snapshot when it was made, so the reads are one
     /// consistent state at the snapshot and there is nothing to validate,
     /// lock or store (TL2's read-only commit; [`TxState::commit_checked`]
-    /// and [`TxState::commit_solo`] do the same for an empty write set).
+    /// does the same for an empty write set).
     /// `None`, with nothing changed, if the attempt wrote. The attempt has
     /// ended when it returns `Some`.
     #[inline(always)]
@@ -875,38 +960,6 @@ impl TxState {
         }
         self.reads.clear();
         Some(Committed::ReadOnly)
-    }
-
-    /// Commits a solo attempt: stores the write set back without locking,
-    /// moving the clock or validating, and calls `released` with each
-    /// written word's (unchanged) lock. Returns [`Committed::Wrote`] with the
-    /// snapshot bound when it wrote. The attempt has ended.
-    ///
-    /// # Safety
-    ///
-    /// From this attempt's begin to this call's return no other thread ran
-    /// a transaction on `e`'s words or stored to them (the solo gate), and
-    /// every read was [`TxState::read_solo`] or [`TxState::read`]; else a
-    /// reader could see a half-written set of words whose versions say
-    /// nothing changed.
-    #[inline]
-    pub unsafe fn commit_solo(&mut self, mut released: impl FnMut(&AtomicU64)) -> Committed {
-        let r = if self.writes.is_empty() {
-            Committed::ReadOnly
-        } else {
-            for entry in &self.writes.entries {
-                // SAFETY: the type invariant: `entry.word` was recorded by
-                // `write` in this attempt, whose caller keeps the word
-                // alive and in place until the attempt ends; we are inside it.
-                let w = unsafe { &*entry.word };
-                w.value.store(entry.value, Ordering::Release);
-                released(&w.lock);
-            }
-            Committed::Wrote(self.rv())
-        };
-        self.reads.clear();
-        self.writes.clear();
-        r
     }
 
     // Always inlined into its one caller, `commit_checked` (itself inlined

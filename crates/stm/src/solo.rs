@@ -7,11 +7,11 @@
 //! solo gate: once it returns, no other thread's transaction runs until
 //! the [`SoloGuard`] is dropped, and the calling thread's transactions in
 //! [`Solo`](crate::Solo) mode run the solo protocol: reads load the word
-//! (after looking in the write set) and check no lock or version;
-//! writes are buffered as always; a commit stores the buffered words back
-//! without locking them, moving the clock or validating. Aborts cannot
-//! happen; a user error, a panic or `retry` drop the buffered writes as
-//! always.
+//! and check no lock or version, and record nothing; writes store the new
+//! value in place at once, logging the old one (an undo log); a commit
+//! forgets the log, without locking anything, moving the clock or
+//! validating. Conflicts cannot happen; a user error or a panic puts the
+//! logged words back to their old values, newest first.
 //!
 //! Other threads lose nothing but time: a transaction (or a
 //! [`TVar::store`](crate::TVar::store)) that starts on another thread
@@ -19,9 +19,17 @@
 //! wait, gives the gate back before its own next transaction and runs the
 //! rest plain ([`SoloGuard::given_back`] says so). A `retry` in a solo
 //! transaction gives the gate back too (nobody else could change what it
-//! waits for). Epoch guards and non-transactional loads are not held up:
-//! they see a solo commit's words stored one by one, as they see a plain
-//! commit's write-back.
+//! waits for), and runs again plain, which then waits.
+//!
+//! Epoch guards and non-transactional loads ([`TVar::load`](crate::TVar::load))
+//! are not held up, so they see a solo transaction's writes as it makes
+//! them, including writes that a user error or a panic will undo. That is
+//! safe: every value is one some transaction wrote, and an object a solo
+//! transaction allocated and then rolled back is handed to the reclaimer
+//! (not dropped at once), so an epoch-guard reader that followed a link to
+//! it keeps it alive. A [`TVar::store`](crate::TVar::store) made inside a
+//! solo transaction to a word that transaction also wrote is undone with
+//! it if it rolls back.
 //!
 //! Entering waits for the transactions running on other threads to end,
 //! after a process-wide barrier (`membarrier`, a few microseconds): take
@@ -71,9 +79,11 @@
 //! the worklist does before a nested run), and a guard that is leaked
 //! (`mem::forget`), which keeps the gate closed for good.
 //!
-//! A solo read still records the word in the read set (it checks no lock
-//! or version): so a solo transaction that gives the gate back midway
-//! goes on as a plain one, and its commit validates every read.
+//! A solo attempt records no read set, so it cannot be validated once
+//! others have run: when it gives the gate back midway ([`give_back`], or
+//! its guard dropped inside it), its in-place writes are undone before the
+//! gate opens, and its next access (or its commit) aborts it; the
+//! transaction runs again, plain.
 
 use core::marker::PhantomData;
 
@@ -130,8 +140,11 @@ pub fn enter() -> Result<SoloGuard, SoloError> {
 }
 
 /// Gives the calling thread's gate back now, if it holds it: its
-/// transactions run plain from here on (the one under way too, if this is
-/// called from inside it: its reads so far are validated at its commit).
+/// transactions run plain from here on. Called from inside a solo
+/// transaction, it first puts back the words that transaction wrote in
+/// place, and the transaction's attempt aborts at its next access or at
+/// its commit, then runs again, plain (its reads were not recorded, so
+/// they cannot be validated).
 /// Call it before code on this thread waits for transactions of other
 /// threads (a nested run of the worklist does), which would otherwise wait
 /// for the gate. The guard stays; [`SoloGuard::given_back`] then says so.
@@ -155,8 +168,9 @@ pub fn enter() -> Result<SoloGuard, SoloError> {
 ///     tx.write(&v, x + 1)?;
 ///     Ok(x)
 /// });
-/// // The first attempt read 1 before the other thread's update: its commit
-/// // validated that read, failed, and the transaction ran again, plain.
+/// // The first attempt read 1 before the other thread's update: it could
+/// // not commit (its reads were not recorded), and the transaction ran
+/// // again, plain.
 /// assert_eq!((seen, v.load()), (11, 12));
 /// assert!(gate.given_back());
 /// # Ok::<(), solo::SoloError>(())

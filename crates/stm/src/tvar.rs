@@ -56,7 +56,9 @@ impl<T: Word> TVar<T> {
     /// The committed value, by one atomic load, outside any transaction.
     ///
     /// It is the value of some committed transaction (or of a commit being
-    /// written back right now), with no consistency across several loads:
+    /// written back right now, or one a [solo](crate::solo) transaction has
+    /// written in place and may still undo), with no consistency across
+    /// several loads:
     /// use it for set-up, for data only this thread can reach (privatized),
     /// for statistics, and in speculative readers such as a shadow.
     ///

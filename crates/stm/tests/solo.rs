@@ -33,7 +33,7 @@ fn solo_transactions_compute_what_plain_ones_do() {
                 map.insert(tx, k % 97, k)?;
                 let t = tx.read(&total)?;
                 tx.write(&total, t + k)?;
-                // Read-after-write inside a solo attempt sees the buffered value.
+                // Read-after-write inside a solo attempt sees the value written in place.
                 assert_eq!(tx.read(&total)?, t + k);
                 Ok(())
             });
@@ -291,4 +291,74 @@ fn a_solo_worker_gets_the_objects_it_frees_back_soon() {
         dropped + SOLO >= freed,
         "{freed} objects freed by solo transactions, {dropped} dropped: more than {SOLO} were waiting"
     );
+}
+
+/// A solo attempt writes in place: a user error puts every word back to
+/// its value before the attempt, a word written twice included (the undo
+/// log is replayed newest first).
+#[test]
+fn a_solo_attempt_that_fails_puts_every_word_back_even_one_written_twice() {
+    let _serial = serial();
+    let (a, b) = (TVar::new(1u64), TVar::new(10u64));
+    let _gate = solo::enter().expect("the gate is free");
+    let r: Result<(), &str> = try_atomically_with(&solo_cfg(), |tx| {
+        tx.write(&a, 2).map_err(|_| "tx")?;
+        tx.write(&b, 20).map_err(|_| "tx")?;
+        tx.write(&a, 3).map_err(|_| "tx")?;
+        // In place: a load outside the transaction sees the new value.
+        assert_eq!((a.load(), b.load()), (3, 20));
+        Err("no")
+    });
+    assert_eq!(r, Err("no"));
+    assert_eq!((a.load(), b.load()), (1, 10));
+}
+
+/// `give_back` inside a solo attempt that wrote in place: the words get
+/// their old values back before the gate opens, so the other thread's
+/// transaction (which runs inside the attempt, after `give_back`) never
+/// sees the attempt's writes; and the attempt, whose reads were not
+/// recorded, does not commit: it runs again, plain, and its increment
+/// lands once, after the other thread's.
+#[test]
+fn giving_the_gate_back_midway_undoes_the_attempts_writes_and_runs_it_again() {
+    let _serial = serial();
+    let a = TVar::new(1u64);
+    let gate = solo::enter().expect("the gate is free");
+    let mut attempts = 0;
+    let mut other_saw = None;
+    atomically_with(&solo_cfg(), |tx| {
+        attempts += 1;
+        let x = tx.read(&a)?;
+        tx.write(&a, x + 1)?;
+        if attempts == 1 {
+            solo::give_back();
+            other_saw = Some(std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx| tx.update(&a, |y| y + 100).map(|y| y - 100))).join().unwrap()
+            }));
+        }
+        Ok(())
+    });
+    assert!(gate.given_back());
+    assert_eq!(other_saw, Some(1), "the other thread saw the solo attempt's write, not undone");
+    assert_eq!(attempts, 2);
+    assert_eq!(a.load(), 102, "the increment of the solo transaction was lost or applied twice");
+}
+
+/// As above, but the attempt gives the gate back after its last access:
+/// its commit must not take the (undone) in-place writes for done.
+#[test]
+fn a_solo_attempt_that_gave_the_gate_back_after_its_last_write_runs_again() {
+    let _serial = serial();
+    let a = TVar::new(1u64);
+    let _gate = solo::enter().expect("the gate is free");
+    let mut attempts = 0;
+    atomically_with(&solo_cfg(), |tx| {
+        attempts += 1;
+        tx.update(&a, |x| x + 1)?;
+        if attempts == 1 {
+            solo::give_back();
+        }
+        Ok(())
+    });
+    assert_eq!((attempts, a.load()), (2, 2), "the increment was lost");
 }

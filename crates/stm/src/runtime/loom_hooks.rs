@@ -3,7 +3,7 @@
 //! and the end of a model thread.
 
 use super::registry::START_FENCE_REMOVED;
-use super::solo::GATE_CHECK_REMOVED;
+use super::solo::{GATE_CHECK_REMOVED, SOLO_ALLOCS_DROPPED};
 use super::thread::{with_thread, with_tx};
 
 /// Runs `f` (a loom model) with the SeqCst fence after an announcement —
@@ -13,15 +13,7 @@ use super::thread::{with_thread, with_tx};
 /// and no others (loom runs a model's threads as coroutines on the thread
 /// that calls it).
 pub fn without_start_fence<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore;
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            START_FENCE_REMOVED.with(|c| c.set(false));
-        }
-    }
-    START_FENCE_REMOVED.with(|c| c.set(true));
-    let _restore = Restore;
-    f()
+    with_fault(&START_FENCE_REMOVED, f)
 }
 
 /// Runs `f` (a loom model) with the solo gate's check at a transaction's
@@ -29,14 +21,28 @@ pub fn without_start_fence<R>(f: impl FnOnce() -> R) -> R {
 /// Covers the models `f` runs on the calling test thread, as
 /// [`without_start_fence`].
 pub fn without_solo_gate<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore;
+    with_fault(&GATE_CHECK_REMOVED, f)
+}
+
+/// Runs `f` (a loom model) with a rolled-back solo attempt dropping the
+/// objects it allocated at once, as a plain attempt does, instead of
+/// handing them to the reclaimer. Covers the models `f` runs on the
+/// calling test thread, as [`without_start_fence`].
+pub fn solo_allocs_dropped_at_once<R>(f: impl FnOnce() -> R) -> R {
+    with_fault(&SOLO_ALLOCS_DROPPED, f)
+}
+
+/// Runs `f` with the fault switch `flag` on, and off again after (also
+/// when `f` unwinds: loom reports a failure by panicking).
+fn with_fault<R>(flag: &'static std::thread::LocalKey<core::cell::Cell<bool>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(&'static std::thread::LocalKey<core::cell::Cell<bool>>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            GATE_CHECK_REMOVED.with(|c| c.set(false));
+            self.0.with(|c| c.set(false));
         }
     }
-    GATE_CHECK_REMOVED.with(|c| c.set(true));
-    let _restore = Restore;
+    flag.with(|c| c.set(true));
+    let _restore = Restore(flag);
     f()
 }
 

@@ -1,5 +1,6 @@
 //! The solo gate: one thread at a time may run its transactions alone,
-//! without read sets, locks or validation, while every other thread's
+//! without read sets, write sets, locks or validation (writing in place,
+//! with an undo log), while every other thread's
 //! transaction waits at its start (see the public [`solo`](crate::solo)
 //! module for what users see).
 //!
@@ -27,16 +28,19 @@
 //! concurrently with a solo thread waits at most one solo transaction.
 //! The gate is given back with a release store, which the next
 //! transaction's acquire load of `owner` reads: the solo thread's
-//! write-backs happen before that transaction's reads.
+//! in-place writes (and, for an attempt under way, their undoing, which
+//! `give_back` does first) happen before that transaction's reads.
 //!
 //! A solo transaction is not announced to the gate any differently from a
 //! plain one: the holder's own transactions pass its check.
 
-use core::cell::Cell;
+use core::cell::{Cell, UnsafeCell};
 
 use crossbeam_utils::CachePadded;
 
 use crate::primitive::{AtomicU64, AtomicUsize, Backoff, Ordering};
+
+use crate::raw::{UndoLog, VWord};
 
 use super::registry::{INACTIVE, reclaim_fence, registry};
 
@@ -90,6 +94,82 @@ loom::thread_local! {
     static HELD: Cell<Held> = Cell::new(Held::Off);
 }
 
+// The undo log of the calling thread's solo attempt. Here, not in the
+// transaction descriptor, because `give_back` must empty it while the
+// attempt's closure holds the descriptor (`&mut Tx`).
+#[cfg(not(loom))]
+std::thread_local! {
+    static UNDO: UnsafeCell<UndoLog> = const { UnsafeCell::new(UndoLog::new()) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static UNDO: UnsafeCell<UndoLog> = UnsafeCell::new(UndoLog::new());
+}
+
+/// `f` on the calling thread's undo log.
+#[inline(always)]
+fn with_undo<R>(f: impl FnOnce(&mut UndoLog) -> R) -> R {
+    UNDO.with(|u| {
+        // SAFETY: the log is this thread's own, and every `f` passed here
+        // (in this module) only works on the log and the atomics of the
+        // words it names: none calls back into `with_undo`, so this is the
+        // only reference to the log while it lives.
+        f(unsafe { &mut *u.get() })
+    })
+}
+
+/// Writes `value` into `w` in place, in the calling thread's solo attempt.
+///
+/// # Safety
+///
+/// The calling thread runs a solo attempt with the gate ([`running`]),
+/// and `w` stays alive and in place until that attempt ends (every attempt
+/// empties the log before it ends: [`commit_in_place`] or [`undo_in_place`]).
+#[inline(always)]
+pub(crate) unsafe fn write_in_place(w: &VWord, value: u64) {
+    // SAFETY: forwarded: the gate is held, `w` lives until the log is emptied.
+    with_undo(|u| unsafe { u.write(w, value) });
+}
+
+/// Words written in place by the calling thread's solo attempt so far.
+#[inline]
+pub(crate) fn written_in_place() -> usize {
+    with_undo(|u| u.len())
+}
+
+/// Stores back the old values of the words the calling thread's solo
+/// attempt wrote in place, and empties the log. Called before the gate
+/// opens ([`give_back`]) and when a solo attempt rolls back (with the gate
+/// still closed to others: an attempt that began solo and lost the gate
+/// was undone by `give_back` already).
+#[inline]
+pub(crate) fn undo_in_place() {
+    // SAFETY: the log is not empty only inside the solo attempt that wrote
+    // it (each attempt empties it before it ends), whose words are alive;
+    // and no other thread's transaction runs: the gate is still closed
+    // (every caller undoes before opening it).
+    with_undo(|u| {
+        if !u.is_empty() {
+            // SAFETY: see above.
+            unsafe { u.undo() }
+        }
+    });
+}
+
+/// The calling thread's solo attempt commits: calls `released` with each
+/// written word's lock, empties the log, and returns how many words it
+/// wrote.
+#[inline]
+pub(crate) fn commit_in_place(wake: bool, released: impl FnMut(&AtomicU64)) -> usize {
+    with_undo(|u| {
+        if wake {
+            u.each_lock(released);
+        }
+        u.forget()
+    })
+}
+
 /// Where the calling thread stands with the gate.
 #[inline]
 pub(crate) fn held() -> Held {
@@ -120,6 +200,22 @@ pub(crate) fn clear_for(me: u64) -> bool {
 #[cfg(loom)]
 std::thread_local! {
     pub(crate) static GATE_CHECK_REMOVED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a rolled-back solo attempt drops its objects at once instead of
+/// retiring them (loom fault injection, see
+/// `loom_hooks::solo_allocs_dropped_at_once`; always false otherwise).
+#[inline(always)]
+pub(crate) fn allocs_dropped_at_once() -> bool {
+    #[cfg(loom)]
+    return SOLO_ALLOCS_DROPPED.with(Cell::get);
+    #[cfg(not(loom))]
+    false
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    pub(crate) static SOLO_ALLOCS_DROPPED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Waits until the gate is open (the caller's transaction has ended its
@@ -228,10 +324,15 @@ pub(crate) fn in_solo() -> bool {
 pub(crate) fn give_back() {
     match held() {
         Held::Running | Held::Idle => {
+            // Inside a solo attempt: its words go back to their values
+            // before it, while the gate still keeps others out (the attempt
+            // cannot commit any more: see `TxCore::solo_attempt`).
+            undo_in_place();
             open();
             set_held(Held::GivenBack);
         }
         Held::ReleaseAtEnd => {
+            undo_in_place();
             open();
             set_held(Held::Off);
         }

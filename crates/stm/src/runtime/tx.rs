@@ -93,8 +93,15 @@ pub(crate) struct TxCore {
     /// Under `ClockPolicy::Auto`: how many more writing commits move the
     /// clock (see `AUTO_HOLD`).
     auto_hold: u32,
-    // Whether this transaction runs solo is the thread's gate state, not a
-    // field here: `solo::running` (see `solo::start_solo`).
+    /// This attempt began solo: it writes in place (the thread's undo log,
+    /// `solo::write_in_place`) and records no reads. Such an attempt can
+    /// only commit solo: once the gate is given back midway (its in-place
+    /// writes were undone then) its next access or its commit aborts it,
+    /// and the next attempt runs plain. Whether the gate is still held is
+    /// the thread's gate state: `solo::running` (see `solo::start_solo`).
+    solo_attempt: bool,
+    /// Reads of this solo attempt (counted for the statistics, not recorded).
+    solo_reads: usize,
 }
 
 impl<'tcell, M: Mode> Tx<'tcell, M> {
@@ -115,12 +122,14 @@ impl<'tcell, M: Mode> Tx<'tcell, M> {
         self.core.st.rv()
     }
 
-    /// Reads recorded so far in this attempt.
+    /// Reads recorded so far in this attempt (none in a solo attempt,
+    /// which records no reads; see [`solo`](crate::solo)).
     pub fn read_set_len(&self) -> usize {
         self.core.st.read_set_len()
     }
 
-    /// Distinct words written so far in this attempt.
+    /// Distinct words written so far in this attempt (none in a solo
+    /// attempt, which writes in place).
     pub fn write_set_len(&self) -> usize {
         self.core.st.write_set_len()
     }
@@ -180,6 +189,8 @@ impl TxCore {
             logging: true,
             throttle: Throttle::NONE,
             auto_hold: 0,
+            solo_attempt: false,
+            solo_reads: 0,
         }
     }
 
@@ -246,7 +257,17 @@ impl TxCore {
             s = self.wait_for_gate();
         }
         self.st.begin_at(s);
+        self.begin_solo::<M>();
         self.assist_begin::<M>();
+    }
+
+    /// Whether the attempt beginning now is solo (see `solo_attempt`).
+    #[inline(always)]
+    fn begin_solo<M: Mode>(&mut self) {
+        if M::SOLO {
+            self.solo_attempt = solo::running();
+            self.solo_reads = 0;
+        }
     }
 
     /// The solo gate is held by another thread: withdraw the announcement,
@@ -280,6 +301,7 @@ impl TxCore {
         let s = engine().now();
         self.record.advance_tx(s);
         self.st.begin_at(s);
+        self.begin_solo::<M>();
     }
 
     /// The mode is a constant: a plain transaction has no assist code here.
@@ -308,6 +330,9 @@ impl TxCore {
     /// bump their wake slots, and the waiters are woken after.
     #[inline(always)]
     fn commit<M: Mode>(&mut self) -> Result<Committed, AbortReason> {
+        if M::SOLO && self.solo_attempt {
+            return self.commit_solo();
+        }
         // An attempt that wrote nothing commits here, inlined in the
         // transaction's loop, in every mode (no lock, no validation, no
         // waiter to wake); the rest out of line (it was all out of line:
@@ -327,24 +352,6 @@ impl TxCore {
                 retry::released(lock);
             }
         };
-        if M::SOLO && solo::running() {
-            // SAFETY: this thread has held the solo gate since before this
-            // attempt began: the state is `Running` here, which only
-            // `solo::start_solo` sets, at the start of this transaction (no
-            // other transaction of this thread runs meanwhile: they do not
-            // nest), and which `Running` leaves only at `finish` or for good
-            // (`give_back` and `retry` make it `GivenBack` or `Off`, a guard
-            // dropped meanwhile `ReleaseAtEnd`, which gives the gate back
-            // only at `finish`), so it was not given back since. So no other
-            // transaction or `TVar::store` has run since the attempt began
-            // (see the `solo` module), and its reads were `read_solo` or
-            // plain ones.
-            let c = unsafe { self.st.commit_solo(bump) };
-            if wake && matches!(c, Committed::Wrote(_)) {
-                retry::wake_waiters();
-            }
-            return Ok(c);
-        }
         let policy = thread_clock();
         let policy = if policy == ClockPolicy::Auto { self.auto_clock() } else { policy };
         let r = match (&mut self.assist, M::ASSISTED && self.assisted) {
@@ -366,6 +373,33 @@ impl TxCore {
             retry::wake_waiters();
         }
         r
+    }
+
+    /// Commits an attempt that began solo: its words are written already,
+    /// so there is nothing to lock, store or validate; the undo log is
+    /// forgotten. If the gate was given back meanwhile (the writes were
+    /// undone then), the attempt cannot commit: its reads were not
+    /// recorded, so they cannot be validated against what others have
+    /// committed since. It aborts and runs again, plain.
+    #[inline]
+    fn commit_solo(&mut self) -> Result<Committed, AbortReason> {
+        if !solo::running() {
+            return Err(AbortReason::ValidateOnRead);
+        }
+        // `running`: this thread has held the gate since before this
+        // attempt began (`Running` is set only by `solo::start_solo`, at
+        // the start of this transaction, and left only at `finish` or for
+        // good), so no other transaction or `TVar::store` ran meanwhile and
+        // the words it wrote hold its values.
+        let wake = retry::waiters_exist();
+        let wrote = solo::commit_in_place(wake, retry::released);
+        if wrote == 0 {
+            return Ok(Committed::ReadOnly);
+        }
+        if wake {
+            retry::wake_waiters();
+        }
+        Ok(Committed::Wrote(self.st.rv()))
     }
 
     /// `ClockPolicy::Auto`'s choice for this commit: `Commits` for
@@ -419,12 +453,30 @@ impl TxCore {
         self.pending = None;
         self.record.counters.abort(reason);
         self.frees.clear();
+        if self.solo_attempt {
+            // Its words get their old values back (the gate is still
+            // closed to others: one given back was undone then). Its
+            // in-place stores may have published the objects it allocated
+            // to readers outside transactions (an epoch guard loading a
+            // link), so they go to the reclaimer as a commit's frees do
+            // (the undo is their unlink), and are dropped once no guard or
+            // transaction that began before it runs.
+            solo::undo_in_place();
+            self.solo_attempt = false;
+            if !self.allocs.is_empty() && !solo::allocs_dropped_at_once() {
+                self.garbage.retire(&mut self.allocs);
+            }
+        }
         for o in self.allocs.drain(..) {
             // SAFETY: `ErasedBox::destroy`'s list: `alloc` made the object
             // with `TPtr::from_box` and recorded it here only; this attempt
-            // did not commit, so its writes (the only way the object could
-            // have been published) were never applied: no other thread can
-            // reach it, and the closure that could has returned or unwound.
+            // did not commit and did not begin solo (a solo attempt's
+            // objects went to the reclaimer above), so its writes (the only
+            // way the object could have been published) were never applied:
+            // no other thread can reach it, and the closure that could has
+            // returned or unwound. (In loom builds the fault injection
+            // `loom_hooks::solo_allocs_dropped_at_once` breaks this on
+            // purpose.)
             unsafe { o.destroy() };
         }
     }
@@ -452,6 +504,13 @@ impl TxCore {
     #[cold]
     fn leave_solo<M: Mode>(&mut self) {
         solo::give_back();
+        if self.solo_attempt {
+            // Its reads were not recorded, so it has nothing to wait on:
+            // run again at once, plain, and wait when that attempt retries.
+            self.rollback(AbortReason::Retry);
+            self.begin_again::<M>();
+            return;
+        }
         self.retry_later::<M>();
     }
 
@@ -547,7 +606,7 @@ impl TxCore {
                 continue;
             }
             match res {
-                Ok(r) => match (tx.st.read_set_len(), tx.st.write_set_len(), tx.commit::<M>()) {
+                Ok(r) => match (tx.reads_now::<M>(), tx.writes_now::<M>(), tx.commit::<M>()) {
                     (reads, writes, Ok(c)) => {
                         tx.committed(c, reads, writes);
                         let tx = g.disarm();
@@ -564,6 +623,19 @@ impl TxCore {
                 }
             }
         }
+    }
+
+    /// Reads of the running attempt (recorded, or counted in a solo one).
+    #[inline(always)]
+    fn reads_now<M: Mode>(&self) -> usize {
+        if M::SOLO && self.solo_attempt { self.solo_reads } else { self.st.read_set_len() }
+    }
+
+    /// Words the running attempt wrote (distinct; in a solo one, every
+    /// write counts).
+    #[inline(always)]
+    fn writes_now<M: Mode>(&self) -> usize {
+        if M::SOLO && self.solo_attempt { solo::written_in_place() } else { self.st.write_set_len() }
     }
 
     /// Collects this thread's garbage now (see `loom_hooks::collect_garbage`).
@@ -616,28 +688,36 @@ impl Drop for TxCore {
 // SAFETY: the trait's four conditions: (1) every read returns either the
 // write set's entry for the word or a value loaded between two equal loads
 // of its unlocked lock at a version within the snapshot (`TxState::read`,
-// `read_unlogged`, `read_solo` under the gate), so a value the word held
-// since the attempt began; (2) the attempt is announced to the epoch
+// `read_unlogged`), so a value the word held since the attempt began; or,
+// in a solo attempt under the gate, the word as it is, which no other
+// thread has written since the attempt began (the gate), so a value held
+// since then or this attempt's own last in-place write (an attempt that
+// lost the gate midway was undone then, and returns no more values); (2)
+// the attempt is announced to the epoch
 // reclamation before its first read (`begin_first`) and withdrawn only
 // when it ends, and objects freed by commits are deallocated only after
 // every attempt announced before their retirement has ended; (3) `alloc`
 // boxes the value (`TPtr::from_box`) and drops it only if the attempt
-// aborts, when nothing else can have reached it; (4) `free` only records
+// aborts, when nothing else can have reached it (a solo attempt's in-place
+// writes may have published it to epoch-guard readers: its rollback retires
+// it to the reclamation instead, after undoing the writes); (4) `free` only records
 // the object; a commit retires it to the same reclamation.
 unsafe impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
     fn read<T: Word>(&mut self, var: &'tcell TVar<T>) -> Result<T, TxError> {
         let core = &mut self.core;
-        if M::SOLO && solo::running() {
-            // No lock to check: no other transaction runs while the gate is
-            // held (the attempt commits with `commit_solo`). Once the gate
-            // was given back during this attempt (`solo::give_back`, or its
-            // guard dropped), its reads so far are valid plain reads at its
-            // snapshot; the rest of it is plain, and its commit validates
-            // them all.
-            // SAFETY: as for the plain read below (`read_solo` records
-            // `var`'s lock in the read set as `read` does).
-            return Ok(T::from_word(unsafe { core.st.read_solo(var.vword()) }));
+        if M::SOLO {
+            if solo::running() {
+                // No lock to check and nothing to record: no other
+                // transaction runs while the gate is held, and the attempt's
+                // own writes are in place (`write` below).
+                core.solo_reads += 1;
+                return Ok(T::from_word(var.vword().value().load(crate::primitive::Ordering::Acquire)));
+            }
+            if core.solo_attempt {
+                // The gate was given back midway: see `TxCore::commit_solo`.
+                return Err(core.signal(TxError::Conflict(AbortReason::ValidateOnRead)));
+            }
         }
         // `M::SAMPLED` and `M::ASSISTED` are constants: a plain transaction's
         // read is the protocol's read and nothing else.
@@ -667,6 +747,18 @@ unsafe impl<'tcell, M: Mode> TxOps<'tcell> for Tx<'tcell, M> {
     #[inline(always)]
     fn write<T: Word>(&mut self, var: &'tcell TVar<T>, value: T) -> Result<(), TxError> {
         let core = &mut self.core;
+        if M::SOLO {
+            if solo::running() {
+                // SAFETY: the gate is held (`running`), and `var` outlives
+                // the attempt, which empties the undo log before it ends:
+                // the argument on `TxState::write` below.
+                unsafe { solo::write_in_place(var.vword(), value.to_word()) };
+                return Ok(());
+            }
+            if core.solo_attempt {
+                return Err(core.signal(TxError::Conflict(AbortReason::ValidateOnRead)));
+            }
+        }
         if M::SAMPLED && core.sampler.enabled && core.sampler.tick() {
             core.sample(var.addr(), AccessKind::Write);
         }
