@@ -432,7 +432,20 @@ impl UndoLog {
         self.entries.is_empty()
     }
 
+    /// Whether the next [`UndoLog::write`] must grow the log (allocate).
+    #[inline(always)]
+    pub fn is_full(&self) -> bool {
+        self.entries.len() == self.entries.capacity()
+    }
+
+    /// Makes room for at least one more write (doubling the log).
+    #[cold]
+    pub fn grow(&mut self) {
+        self.entries.reserve(self.entries.capacity().max(32));
+    }
+
     /// Stores `value` into `w` in place, logging the value it replaces.
+    /// Allocates only when [`UndoLog::is_full`].
     ///
     /// # Safety
     ///

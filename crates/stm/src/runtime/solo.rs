@@ -99,24 +99,65 @@ loom::thread_local! {
 // attempt's closure holds the descriptor (`&mut Tx`).
 #[cfg(not(loom))]
 std::thread_local! {
-    static UNDO: UnsafeCell<UndoLog> = const { UnsafeCell::new(UndoLog::new()) };
+    static UNDO: ThreadLog = const { ThreadLog { growing: Cell::new(false), log: UnsafeCell::new(UndoLog::new()) } };
 }
 
 #[cfg(loom)]
 loom::thread_local! {
-    static UNDO: UnsafeCell<UndoLog> = UnsafeCell::new(UndoLog::new());
+    static UNDO: ThreadLog = ThreadLog { growing: Cell::new(false), log: UnsafeCell::new(UndoLog::new()) };
 }
 
-/// `f` on the calling thread's undo log.
+/// A thread's undo log, and whether it is growing. Every `&mut UndoLog`
+/// is made by [`with_undo`] for one call of `UndoLog` that runs no code of
+/// the crate or the user, but one: growing the log allocates, and a global
+/// allocator may call [`give_back`], which would make a second `&mut`
+/// (to undo the log) while the first lives. So the log grows in
+/// [`grow_undo`], marked `growing`, and `give_back` called meanwhile
+/// aborts the process instead.
+struct ThreadLog {
+    growing: Cell<bool>,
+    log: UnsafeCell<UndoLog>,
+}
+
+/// `f` on the calling thread's undo log: one call of `UndoLog` that does
+/// not allocate (see [`ThreadLog`]).
 #[inline(always)]
 fn with_undo<R>(f: impl FnOnce(&mut UndoLog) -> R) -> R {
-    UNDO.with(|u| {
-        // SAFETY: the log is this thread's own, and every `f` passed here
-        // (in this module) only works on the log and the atomics of the
-        // words it names: none calls back into `with_undo`, so this is the
-        // only reference to the log while it lives.
-        f(unsafe { &mut *u.get() })
+    UNDO.with(|t| {
+        if t.growing.get() {
+            reentered();
+        }
+        // SAFETY: the log is this thread's own; every `f` passed here (in
+        // this module) only works on the log and the atomics of the words
+        // it names, and allocates nothing, so it runs no code that could
+        // call back into `with_undo`; and the log is not growing (the one
+        // call that runs foreign code, in `grow_undo`). So this is the only
+        // reference to the log while it lives.
+        f(unsafe { &mut *t.log.get() })
     })
+}
+
+/// Grows the calling thread's undo log, marked `growing` meanwhile.
+#[cold]
+#[inline(never)]
+fn grow_undo() {
+    UNDO.with(|t| {
+        t.growing.set(true);
+        // SAFETY: no other reference to the log exists (every one made by
+        // `with_undo` has ended, and it makes none while `growing` is set).
+        unsafe { &mut *t.log.get() }.grow();
+        t.growing.set(false);
+    });
+}
+
+#[cold]
+#[inline(never)]
+fn reentered() -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(
+        b"skelaff-stm: solo::give_back was called while the STM was growing its undo log (from a global allocator?); aborting\n",
+    );
+    std::process::abort()
 }
 
 /// Writes `value` into `w` in place, in the calling thread's solo attempt.
@@ -128,8 +169,20 @@ fn with_undo<R>(f: impl FnOnce(&mut UndoLog) -> R) -> R {
 /// empties the log before it ends: [`commit_in_place`] or [`undo_in_place`]).
 #[inline(always)]
 pub(crate) unsafe fn write_in_place(w: &VWord, value: u64) {
-    // SAFETY: forwarded: the gate is held, `w` lives until the log is emptied.
-    with_undo(|u| unsafe { u.write(w, value) });
+    let written = with_undo(|u| {
+        if u.is_full() {
+            return false;
+        }
+        // SAFETY: forwarded: the gate is held, `w` lives until the log is
+        // emptied; the log has room, so the write does not allocate.
+        unsafe { u.write(w, value) };
+        true
+    });
+    if !written {
+        grow_undo();
+        // SAFETY: as above; `grow_undo` made room.
+        with_undo(|u| unsafe { u.write(w, value) });
+    }
 }
 
 /// Words written in place by the calling thread's solo attempt so far.
