@@ -149,6 +149,13 @@ pub fn enter() -> Result<SoloGuard, SoloError> {
 /// threads (a nested run of the worklist does), which would otherwise wait
 /// for the gate. The guard stays; [`SoloGuard::given_back`] then says so.
 ///
+/// # Aborts
+///
+/// If called by a global allocator while the STM grows the calling
+/// thread's undo log (a solo write that allocates): undoing the log then
+/// would touch it while the STM is changing it, so the process aborts,
+/// with a message on standard error.
+///
 /// # Examples
 ///
 /// ```
