@@ -498,9 +498,13 @@ impl TxCore {
         self.begin_again::<M>();
     }
 
-    /// A solo attempt asked to `retry`: nobody else can change what it
-    /// read while the gate is held, so give the gate back (for good: the
-    /// transaction goes on plain), then wait as a plain one does.
+    /// A solo attempt, or one that still keeps the gate closed (its guard
+    /// was dropped inside it), asked to `retry`: nobody else can change
+    /// what it read while the gate is held, so give the gate back (for
+    /// good: the transaction goes on plain; a solo attempt's writes are
+    /// undone first). A solo attempt recorded no reads to wait on, so it
+    /// runs again at once, plain, and waits when that attempt retries; the
+    /// other waits as a plain one does.
     #[cold]
     fn leave_solo<M: Mode>(&mut self) {
         solo::give_back();
@@ -570,7 +574,7 @@ impl TxCore {
         match sig {
             TxError::Conflict(AbortReason::ReadOnlyUpgrade) => self.upgrade::<M>(),
             TxError::Conflict(reason) => self.conflict(reason, cfg, attempt),
-            TxError::Retry if M::SOLO && solo::in_solo() => self.leave_solo::<M>(),
+            TxError::Retry if M::SOLO && (self.solo_attempt || solo::in_solo()) => self.leave_solo::<M>(),
             TxError::Retry => self.retry_later::<M>(),
             TxError::Stop(reason) => {
                 panic!(
