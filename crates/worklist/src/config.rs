@@ -362,8 +362,11 @@ impl Builder {
 
     /// Whether a run with one worker runs its transactions solo (default
     /// `true`): the worker takes the STM's [solo gate](skelaff_stm::solo)
-    /// for the run, so its reads check no lock and its commits take none and
-    /// never validate, while transactions of other threads of the process
+    /// for the run, so its reads check no lock and record nothing, its
+    /// writes go in place with an undo log, and its commits take no lock
+    /// and never validate (loads outside transactions, such as
+    /// `TVar::load` on another thread, see the writes as they are made),
+    /// while transactions of other threads of the process
     /// wait for the gate (and, by waiting, make the worker give it back
     /// and go on with the plain protocol). Not with assisted transactions
     /// or an access profile, which keep their own modes. The report's
