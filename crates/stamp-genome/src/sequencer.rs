@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 
 use skelaff_stm::collections::FxBuildHasher;
-use skelaff_stm::{THashMap, TVar, TxError, TxOps, atomically};
+use skelaff_stm::{THashMap, TVar, TxError, TxOps};
 use skelaff_worklist::{Affinity, ProcessCtx, Skeleton, WorkerInfo};
 
 use super::input::{mask, unpack};
@@ -384,7 +384,11 @@ impl Backend for Transactional<'_> {
         let mut wl = self.runs.builder(self.common, self.threads).build(&skel, &set)?;
         wl.add_work_units(unit_starts(segments.len(), self.dedup.chunk()));
         self.runs.run(self.common, &mut wl)?;
-        let mut keys: Vec<u128> = atomically(|tx| set.to_vec(tx)).into_iter().map(|(k, ())| k).collect();
+        drop(wl);
+        // The run is over and the set is this thread's alone: its entries
+        // are taken out without a transaction (one that read them all
+        // logged a read per bucket and entry).
+        let mut keys: Vec<u128> = set.into_iter().map(|(k, ())| k).collect();
         keys.sort_unstable();
         Ok(keys)
     }
